@@ -1,0 +1,32 @@
+#pragma once
+/// @file
+/// One class template per E rule, holding that rule's static_assert with its message. Each rule has
+/// its own template so that every compiler reports every violated rule (clang reports only the
+/// first failing static_assert of one class template specialization). `Pack` keeps the
+/// instantiation distinct per configuration; `Ok` is the rule's verdict.
+
+#include <overlap/rules/rule.hpp>
+
+namespace overlap::detail::rule_asserts {
+
+#define OVERLAP_ASSERT(name, text, ...)  \
+  template <class Pack, bool Ok>         \
+  struct name {                          \
+    static_assert(Ok, text);             \
+  };
+#define OVERLAP_OPTION_ERROR OVERLAP_ASSERT
+#define OVERLAP_ERROR OVERLAP_ASSERT
+#define OVERLAP_NOTE(name, text, ...)
+#define OVERLAP_DERIVATION(name, text)
+#define OVERLAP_NOT_APPLICABLE(name, text)
+#define OVERLAP_REMARK(name, text)
+#include <overlap/rules/table.inc>
+#undef OVERLAP_ASSERT
+#undef OVERLAP_OPTION_ERROR
+#undef OVERLAP_ERROR
+#undef OVERLAP_NOTE
+#undef OVERLAP_DERIVATION
+#undef OVERLAP_NOT_APPLICABLE
+#undef OVERLAP_REMARK
+
+}  // namespace overlap::detail::rule_asserts

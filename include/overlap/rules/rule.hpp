@@ -1,0 +1,110 @@
+#pragma once
+/// @file
+/// The rule table as data: `overlap::rules::table`, one `rule` per row of table.inc, and the
+/// conditions as named constexpr functions `overlap::rules::conditions::<ID>(s, r)`.
+
+#include <cstddef>
+#include <cstdint>
+#include <iterator>
+#include <string_view>
+
+#include <overlap/rules/facts.hpp>
+#include <overlap/settings/resolved.hpp>
+#include <overlap/settings/settings.hpp>
+
+namespace overlap::rules {
+
+/// Kinds of RULES.md: E (on option types or on settings), N, D, N/A, and "—" (a remark).
+enum class kind : std::uint8_t { option_error, error, note, derivation, not_applicable, remark };
+
+constexpr bool is_error(kind k) { return k == kind::option_error || k == kind::error; }
+
+/// The RULES.md spelling of a kind.
+constexpr std::string_view to_string(kind k) {
+  switch (k) {
+    case kind::option_error:
+    case kind::error:
+      return "E";
+    case kind::note:
+      return "N";
+    case kind::derivation:
+      return "D";
+    case kind::not_applicable:
+      return "N/A";
+    case kind::remark:
+      return "—";
+  }
+  return "?";
+}
+
+using condition = bool (*)(const settings&, const resolved_settings&);
+
+/// One row of the table. `text` is the whole diagnostic, "[ID] what is wrong; how to fix".
+struct rule {
+  std::string_view id;
+  overlap::rules::kind kind;
+  std::string_view text;
+  condition applies = nullptr;  ///< E and N rules: true when the rule fires
+
+  /// The text after "[ID] ".
+  constexpr std::string_view message() const { return text.substr(id.size() + 3); }
+};
+
+namespace detail {
+constexpr rule make_rule(std::string_view text, kind k, condition c = nullptr) {
+  return rule{text.substr(1, text.find(']') - 1), k, text, c};
+}
+}  // namespace detail
+
+/// The conditions of the E and N rules, one function per rule named after its id.
+namespace conditions {
+
+#define OVERLAP_CONDITION(name, text, ...)                                  \
+  constexpr bool name([[maybe_unused]] const settings& s,                   \
+                      [[maybe_unused]] const resolved_settings& r) {        \
+    return __VA_ARGS__;                                                     \
+  }
+#define OVERLAP_OPTION_ERROR OVERLAP_CONDITION
+#define OVERLAP_ERROR OVERLAP_CONDITION
+#define OVERLAP_NOTE OVERLAP_CONDITION
+#define OVERLAP_DERIVATION(name, text)
+#define OVERLAP_NOT_APPLICABLE(name, text)
+#define OVERLAP_REMARK(name, text)
+#include <overlap/rules/table.inc>
+#undef OVERLAP_CONDITION
+#undef OVERLAP_OPTION_ERROR
+#undef OVERLAP_ERROR
+#undef OVERLAP_NOTE
+#undef OVERLAP_DERIVATION
+#undef OVERLAP_NOT_APPLICABLE
+#undef OVERLAP_REMARK
+}  // namespace conditions
+
+/// Every rule, in table order.
+inline constexpr rule table[] = {
+#define OVERLAP_OPTION_ERROR(name, text, ...) \
+  detail::make_rule(text, kind::option_error, &conditions::name),
+#define OVERLAP_ERROR(name, text, ...) detail::make_rule(text, kind::error, &conditions::name),
+#define OVERLAP_NOTE(name, text, ...) detail::make_rule(text, kind::note, &conditions::name),
+#define OVERLAP_DERIVATION(name, text) detail::make_rule(text, kind::derivation),
+#define OVERLAP_NOT_APPLICABLE(name, text) detail::make_rule(text, kind::not_applicable),
+#define OVERLAP_REMARK(name, text) detail::make_rule(text, kind::remark),
+#include <overlap/rules/table.inc>
+#undef OVERLAP_OPTION_ERROR
+#undef OVERLAP_ERROR
+#undef OVERLAP_NOTE
+#undef OVERLAP_DERIVATION
+#undef OVERLAP_NOT_APPLICABLE
+#undef OVERLAP_REMARK
+};
+
+inline constexpr std::size_t table_size = std::size(table);
+
+/// The row with this id; the id must exist (a constant-evaluated miss does not compile).
+constexpr const rule& find(std::string_view id) {
+  for (const rule& x : table)
+    if (x.id == id) return x;
+  throw "overlap::rules::find: no rule with this id";
+}
+
+}  // namespace overlap::rules
