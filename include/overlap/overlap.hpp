@@ -1,7 +1,7 @@
 #pragma once
 /// @file
 /// The umbrella header: the typed configuration, its rule table and the run-time validator.
-/// Host only (no CUDA).
+/// Host only (no CUDA). Printing lives in <overlap/settings/print.hpp> (it brings <ostream>).
 
 #include <overlap/config/choices.hpp>
 #include <overlap/config/config.hpp>

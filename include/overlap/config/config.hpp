@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstddef>
+#include <type_traits>
 
 #include <overlap/config/option_pack.hpp>
 #include <overlap/config/rule_asserts.hpp>
@@ -22,7 +23,7 @@ template <class Pack>
 constexpr auto notes_of() {
   constexpr report checked = validate(Pack::value);
   std::array<diagnostic, checked.notes.size()> out{};
-  for (std::size_t i = 0; i < out.size(); ++i) out[i] = checked.notes[i];
+  for (std::size_t i = 0; i != out.size(); ++i) out[i] = checked.notes[i];
   return out;
 }
 
@@ -44,13 +45,15 @@ struct config {
 
  private:
   // Option rules are judged on the types; the other rules only once the options are sound.
-  static_assert(sizeof(detail::rule_asserts::OPT_1<pack, pack::unique_fields>));
-  static_assert(sizeof(detail::rule_asserts::OPT_2<pack, pack::all_options>));
-  static_assert(sizeof(detail::rule_asserts::OPT_3<pack, pack::all_in_domain>));
-#define OVERLAP_ERROR(name, text, ...)                                          \
-  static_assert(sizeof(detail::rule_asserts::name<                              \
-                       pack, !pack::options_ok ||                               \
-                                 !rules::conditions::name(pack::value, pack::resolved)>));
+  template <bool Ok>
+  using failing = std::conditional_t<Ok, void, pack>;
+  static_assert(sizeof(detail::rule_asserts::OPT_1<pack::unique_fields, failing<pack::unique_fields>>));
+  static_assert(sizeof(detail::rule_asserts::OPT_2<pack::all_options, failing<pack::all_options>>));
+  static_assert(sizeof(detail::rule_asserts::OPT_3<pack::all_in_domain, failing<pack::all_in_domain>>));
+#define OVERLAP_ERROR(name, text, ...)                                                         \
+  static constexpr bool name##_ok =                                                            \
+      !pack::options_ok || !rules::conditions::name(pack::value, pack::resolved);              \
+  static_assert(sizeof(detail::rule_asserts::name<name##_ok, failing<name##_ok>>));
 #define OVERLAP_OPTION_ERROR(name, text, ...)
 #define OVERLAP_NOTE(name, text, ...)
 #define OVERLAP_DERIVATION(name, text)

@@ -6,30 +6,16 @@
 
 #include <type_traits>
 
-#include <boost/hana/filter.hpp>
-#include <boost/hana/length.hpp>
-#include <boost/hana/set.hpp>
-#include <boost/hana/transform.hpp>
-#include <boost/hana/tuple.hpp>
-#include <boost/hana/type.hpp>
-
 #include <overlap/config/option.hpp>
 #include <overlap/rules/derive.hpp>
 #include <overlap/rules/facts.hpp>
 
 namespace overlap::detail {
 
+/// OPT-3 for one option: its value, applied to default settings, is in the domain. A variable,
+/// so each option type is evaluated once per translation unit however many configs use it.
 template <class T>
-struct is_option_type : std::bool_constant<option<T>> {};
-
-template <class T>
-struct field_of {
-  using type = typename T::overlap_field;
-};
-
-/// OPT-3 for one option: its value, applied to default settings, is in the domain.
-template <class T>
-constexpr bool option_in_domain() {
+inline constexpr bool option_in_domain = [] {
   if constexpr (option<T>) {
     settings s{};
     T::apply(s);
@@ -37,23 +23,32 @@ constexpr bool option_in_domain() {
   } else {
     return true;
   }
-}
+}();
+
+/// The field an option sets; a type that is not an option stands for itself, so it never
+/// collides with another field (OPT-2 reports it instead).
+template <class T>
+struct field_of {
+  using type = T;
+};
+template <option T>
+struct field_of<T> {
+  using type = typename T::overlap_field;
+};
+
+template <class Field, class... Fields>
+inline constexpr int occurrences = (int{std::is_same_v<Field, Fields>} + ... + 0);
 
 template <class... Options>
 struct option_pack {
-  static constexpr auto given = boost::hana::tuple_t<Options...>;
-  static constexpr auto options = boost::hana::filter(given, boost::hana::trait<is_option_type>);
-  static constexpr auto fields =
-      boost::hana::to_set(boost::hana::transform(options, boost::hana::metafunction<field_of>));
-
   /// OPT-2: every type given is an option.
-  static constexpr bool all_options =
-      decltype(boost::hana::length(options))::value == sizeof...(Options);
+  static constexpr bool all_options = (option<Options> && ...);
   /// OPT-1: no field is set twice.
   static constexpr bool unique_fields =
-      decltype(boost::hana::length(fields))::value == decltype(boost::hana::length(options))::value;
+      ((occurrences<typename field_of<Options>::type, typename field_of<Options>::type...> == 1) &&
+       ...);
   /// OPT-3: every option's value is in its domain.
-  static constexpr bool all_in_domain = (option_in_domain<Options>() && ...);
+  static constexpr bool all_in_domain = (option_in_domain<Options> && ...);
   /// No option rule fires: the settings value below is meaningful.
   static constexpr bool options_ok = all_options && unique_fields && all_in_domain;
 

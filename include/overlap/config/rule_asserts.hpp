@@ -2,15 +2,16 @@
 /// @file
 /// One class template per E rule, holding that rule's static_assert with its message. Each rule has
 /// its own template so that every compiler reports every violated rule (clang reports only the
-/// first failing static_assert of one class template specialization). `Pack` keeps the
-/// instantiation distinct per configuration; `Ok` is the rule's verdict.
+/// first failing static_assert of one class template specialization). `Ok` is the rule's verdict;
+/// a failing configuration passes its own `Pack`, so each one reports, while every passing one
+/// shares the single `<true, void>` instantiation (cheap to compile).
 
 #include <overlap/rules/rule.hpp>
 
 namespace overlap::detail::rule_asserts {
 
 #define OVERLAP_ASSERT(name, text, ...)  \
-  template <class Pack, bool Ok>         \
+  template <bool Ok, class Pack>         \
   struct name {                          \
     static_assert(Ok, text);             \
   };

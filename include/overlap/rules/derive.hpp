@@ -4,7 +4,6 @@
 /// user set always wins over a derived one (upstream PREC-1). `derive` is total: it gives a
 /// defined result for every `settings` value, valid or not.
 
-#include <algorithm>
 #include <cstdint>
 #include <optional>
 
@@ -83,7 +82,8 @@ constexpr resolved_settings derive(const settings& s) {
   } else if (dp_derived) {
     r.bucket_size = distributed_optimizer_bucket_size;
   } else if (r.overlap_grad_reduce) {  // DP-13
-    r.bucket_size = std::max<std::int64_t>(40'000'000, 1'000'000 * std::int64_t{rules::dp(s)});
+    const std::int64_t per_rank = 1'000'000 * std::int64_t{rules::dp(s)};
+    r.bucket_size = per_rank > 40'000'000 ? per_rank : 40'000'000;
   }
 
   // EP-13.

@@ -4,7 +4,6 @@
 /// written once (layout shorthands, GPU generation, shared experts, CUDA-graph scope, ...).
 
 #include <cstdint>
-#include <numeric>
 #include <optional>
 #include <string_view>
 
@@ -38,7 +37,17 @@ constexpr bool user_true(const std::optional<bool>& flag) { return flag.value_or
 /// `a` divides `b1 × b2 × b3`, computed without forming the product.
 constexpr bool divides_product(std::int64_t a, std::int64_t b1, std::int64_t b2, std::int64_t b3) {
   if (a <= 0 || b1 <= 0 || b2 <= 0 || b3 <= 0) return false;
-  for (const std::int64_t b : {b1, b2, b3}) a /= std::gcd(a, b);
+  const auto gcd = [](std::int64_t x, std::int64_t y) {
+    while (y != 0) {
+      const std::int64_t rest = x % y;
+      x = y;
+      y = rest;
+    }
+    return x;
+  };
+  a /= gcd(a, b1);
+  a /= gcd(a, b2);
+  a /= gcd(a, b3);
   return a == 1;
 }
 
@@ -160,7 +169,7 @@ constexpr preset_traits parse_preset_name(std::string_view name) {
     if (at == std::string_view::npos) return std::nullopt;
     int v = 0;
     for (std::size_t i = at + key.size(); i < name.size() && name[i] >= '0' && name[i] <= '9'; ++i)
-      v = v * 10 + (name[i] - '0');
+      v = v < 100'000 ? v * 10 + (name[i] - '0') : v;  // a name is no place for huge sizes
     return v;
   };
   return preset_traits{.tp = number_after("_tp").value_or(0),

@@ -3,7 +3,6 @@
 /// `overlap::report`: the violated rules, the notes and (when valid) the resolved settings of a
 /// configuration, as returned by `check<Options...>()` and `validate(settings)`.
 
-#include <algorithm>
 #include <cstddef>
 #include <optional>
 #include <string_view>
@@ -38,7 +37,9 @@ class diagnostic_list {
   constexpr bool empty() const { return size_ == 0; }
   constexpr const diagnostic& operator[](std::size_t i) const { return items_[i]; }
   constexpr bool contains(std::string_view id) const {
-    return std::any_of(begin(), end(), [&](const diagnostic& d) { return d.id == id; });
+    for (const diagnostic& d : *this)
+      if (d.id == id) return true;
+    return false;
   }
   constexpr void push_back(const rules::rule& x) { items_[size_++] = diagnostic{x.id, x.message()}; }
 

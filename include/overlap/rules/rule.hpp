@@ -5,7 +5,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <iterator>
 #include <string_view>
 
 #include <overlap/rules/facts.hpp>
@@ -98,7 +97,7 @@ inline constexpr rule table[] = {
 #undef OVERLAP_REMARK
 };
 
-inline constexpr std::size_t table_size = std::size(table);
+inline constexpr std::size_t table_size = sizeof(table) / sizeof(table[0]);
 
 /// The row with this id; the id must exist (a constant-evaluated miss does not compile).
 constexpr const rule& find(std::string_view id) {

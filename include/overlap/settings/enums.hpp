@@ -6,7 +6,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <iterator>
 #include <string_view>
 
 namespace overlap {
@@ -45,7 +44,7 @@ struct enum_info;
   template <>                                                       \
   struct enum_info<E> {                                             \
     static constexpr std::string_view names[] = {__VA_ARGS__};      \
-    static constexpr std::size_t count = std::size(names);          \
+    static constexpr std::size_t count = sizeof(names) / sizeof(names[0]); \
   };
 
 OVERLAP_ENUM_INFO(dispatcher, "allgather", "alltoall", "flex")

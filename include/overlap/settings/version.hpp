@@ -11,6 +11,7 @@ struct version {
   int major = 0;
   int minor = 0;
   int patch = 0;
+  friend constexpr bool operator==(const version&, const version&) = default;
   friend constexpr auto operator<=>(const version&, const version&) = default;
 };
 

@@ -1,0 +1,4 @@
+// Baseline: a translation unit that only includes Boost.Hana.
+#include <boost/hana.hpp>
+
+int main() {}

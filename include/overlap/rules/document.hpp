@@ -1,0 +1,39 @@
+#pragma once
+/// @file
+/// Writes the rule table as a Markdown page (docs/rules.md is this output, checked in; a test
+/// fails when it is stale). Regenerate with `cmake --build <dir> --target rule_doc`.
+
+#include <ostream>
+#include <string_view>
+
+#include <overlap/rules/rule.hpp>
+
+namespace overlap::rules {
+
+namespace detail {
+/// Markdown would read `<N>` as an HTML tag.
+inline void write_escaped(std::ostream& os, std::string_view text) {
+  for (const char c : text) {
+    if (c == '<') os << "&lt;";
+    else if (c == '>') os << "&gt;";
+    else if (c == '|') os << "\\|";
+    else os << c;
+  }
+}
+}  // namespace detail
+
+inline void write_rule_document(std::ostream& os) {
+  os << "# Rules\n\n"
+        "Generated from `include/overlap/rules/table.inc` by the `rule_doc` tool; do not edit.\n"
+        "Kinds: E = compile error (and a violation in `check`/`validate`), N = note in "
+        "`cfg::notes`, D = derivation into `cfg::resolved`, N/A = upstream rule with no meaning "
+        "in a C++ trainer, — = a definition, or a rule always caught by another.\n\n"
+        "| id | kind | rule |\n|---|---|---|\n";
+  for (const rule& x : table) {
+    os << "| " << x.id << " | " << to_string(x.kind) << " | ";
+    detail::write_escaped(os, x.message());
+    os << " |\n";
+  }
+}
+
+}  // namespace overlap::rules
