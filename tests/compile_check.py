@@ -6,7 +6,9 @@ fail with exactly one `error` diagnostic per expected id, each carrying its `[ID
 itself, with at most 4 lines of template-instantiation context before it. Compiled with
 -DOVERLAP_CONTROL (the near-identical valid variant), it must compile with no diagnostic at all.
 
-usage: compile_check.py FILE -- COMPILER [FLAGS...]
+With --compiles instead, FILE (a valid example) must compile with no diagnostic at all.
+
+usage: compile_check.py [--compiles] FILE -- COMPILER [FLAGS...]
 """
 import re
 import subprocess
@@ -35,9 +37,20 @@ def context_before(lines, index):
 
 
 def main(argv):
+    compiles = len(argv) > 1 and argv[1] == "--compiles"
+    if compiles:
+        argv = argv[:1] + argv[2:]
     if "--" not in argv or argv.index("--") != 2:
         sys.exit(__doc__)
     path, compiler = argv[1], argv[3:]
+    if compiles:
+        rc, out = compile_output(compiler + [path])
+        if rc != 0 or out.strip():
+            print(out)
+            print(f"FAIL {path}: must compile with no diagnostic")
+            return 1
+        print(f"ok {path}: compiles cleanly")
+        return 0
     with open(path, encoding="utf-8") as f:
         expected = re.findall(r"^// EXPECT: \[([A-Za-z]+-[0-9]+[a-z]?)\]", f.read(), re.M)
     if not expected:

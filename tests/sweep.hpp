@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <iterator>
 #include <tuple>
 #include <type_traits>
@@ -22,9 +23,13 @@ constexpr std::uint64_t mix(std::uint64_t x) {  // splitmix64
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
   return x ^ (x >> 31);
 }
-/// Which of `n` alternatives configuration `i` takes for option slot `field`.
+/// Which of `n` alternatives configuration `i` takes for option slot `field`; alternative 0 is
+/// "absent" (or the default). Configuration i sets each slot with probability (i % 8) / 8, so the
+/// sweep runs from sparse, mostly valid configurations to dense ones that break many rules.
 constexpr std::size_t pick(std::size_t i, int field, std::size_t n) {
-  return static_cast<std::size_t>(mix(i * 97 + static_cast<std::uint64_t>(field)) % n);
+  const auto f = static_cast<std::uint64_t>(field);
+  if (mix(i * 97 + f + 5000) % 8 >= i % 8) return 0;
+  return static_cast<std::size_t>(1 + mix(i * 97 + f) % (n - 1));
 }
 
 struct absent {};
@@ -97,9 +102,18 @@ struct drop_absent<list<Kept...>, First, Rest...>
     : drop_absent<std::conditional_t<std::is_same_v<First, absent>, list<Kept...>, list<Kept..., First>>,
                   Rest...> {};
 
+/// check<...>() on the options, and the settings value they reduce to (when the options are sound).
+struct typed_result {
+  ov::report report;
+  std::optional<ov::settings> settings;
+};
+
 template <class... Options>
-ov::report check_list(list<Options...>) {
-  return ov::check<Options...>();
+typed_result check_list(list<Options...>) {
+  using pack = ov::detail::option_pack<Options...>;
+  std::optional<ov::settings> s;
+  if (pack::options_ok) s = pack::value;
+  return {ov::check<Options...>(), s};
 }
 
 template <std::size_t I>
@@ -132,17 +146,17 @@ using options_of = typename drop_absent<list<>,
       maybe<present<I, f_precision, precision_v>, ov::precision<value<I, f_precision, precision_v>>>,
       maybe<present<I, f_granularity, granularity_v>,
             ov::recompute_granularity<value<I, f_granularity, granularity_v>>>,
-      maybe<pick(I, f_recompute_method, 4) == 0, ov::recompute_method<ov::recompute::block>>,
-      std::conditional_t<pick(I, f_recompute_modules, 4) == 0,
+      maybe<pick(I, f_recompute_method, 4) == 1, ov::recompute_method<ov::recompute::block>>,
+      std::conditional_t<pick(I, f_recompute_modules, 4) == 1,
                          ov::recompute_modules<ov::module::moe>,
-                         std::conditional_t<pick(I, f_recompute_modules, 4) == 1,
+                         std::conditional_t<pick(I, f_recompute_modules, 4) == 2,
                                             ov::recompute_modules<ov::module::shared_experts,
                                                                   ov::module::core_attn>,
                                             absent>>,
       maybe<present<I, f_graph_impl, graph_impl_v>,
             ov::cuda_graph_impl<value<I, f_graph_impl, graph_impl_v>>>,
-      std::conditional_t<pick(I, f_graph_modules, 4) == 0, ov::cuda_graph_modules<ov::graph_module::attn>,
-                         std::conditional_t<pick(I, f_graph_modules, 4) == 1,
+      std::conditional_t<pick(I, f_graph_modules, 4) == 1, ov::cuda_graph_modules<ov::graph_module::attn>,
+                         std::conditional_t<pick(I, f_graph_modules, 4) == 2,
                                             ov::cuda_graph_modules<ov::graph_module::moe_router,
                                                                    ov::graph_module::moe>,
                                             absent>>,
@@ -150,9 +164,9 @@ using options_of = typename drop_absent<list<>,
       maybe<present<I, f_te, te_v>, ov::te_version<value<I, f_te, te_v>.major,
                                                    value<I, f_te, te_v>.minor,
                                                    value<I, f_te, te_v>.patch>>,
-      std::conditional_t<pick(I, f_preset, 4) == 0,
+      std::conditional_t<pick(I, f_preset, 4) == 1,
                          ov::tp_comm_overlap_cfg<ov::ub::userbuffers_bf16_h100_h12288_tp4_mbs1_seqlen2048>,
-                         std::conditional_t<pick(I, f_preset, 4) == 1,
+                         std::conditional_t<pick(I, f_preset, 4) == 2,
                                             ov::tp_comm_overlap_cfg<ov::ub::userbuffers_fp8_h100_h16384_tp4_mbs1_seqlen2048_lora>,
                                             absent>>,
       tri<I, f_sp, ov::sequence_parallel>, tri<I, f_dist_opt, ov::distributed_optimizer>,
@@ -172,7 +186,7 @@ using options_of = typename drop_absent<list<>,
 
 /// check<...>() on configuration `I`'s option types.
 template <std::size_t I>
-ov::report checked() {
+typed_result checked() {
   return check_list(options_of<I>{});
 }
 

@@ -51,27 +51,27 @@ ov::settings settings_of(std::size_t i) {
     s.precision = value_of<precision_v>(i, f_precision);
   if (pick(i, f_granularity, std::size(granularity_v)) != 0)
     s.recompute_granularity = value_of<granularity_v>(i, f_granularity);
-  if (pick(i, f_recompute_method, 4) == 0) s.recompute_method = ov::recompute::block;
-  if (pick(i, f_recompute_modules, 4) == 0) s.recompute_modules.insert(ov::module::moe);
-  if (pick(i, f_recompute_modules, 4) == 1) {
+  if (pick(i, f_recompute_method, 4) == 1) s.recompute_method = ov::recompute::block;
+  if (pick(i, f_recompute_modules, 4) == 1) s.recompute_modules.insert(ov::module::moe);
+  if (pick(i, f_recompute_modules, 4) == 2) {
     s.recompute_modules.insert(ov::module::shared_experts);
     s.recompute_modules.insert(ov::module::core_attn);
   }
   if (pick(i, f_graph_impl, std::size(graph_impl_v)) != 0)
     s.cuda_graph_impl = value_of<graph_impl_v>(i, f_graph_impl);
-  if (pick(i, f_graph_modules, 4) == 0) s.cuda_graph_modules.insert(ov::graph_module::attn);
-  if (pick(i, f_graph_modules, 4) == 1) {
+  if (pick(i, f_graph_modules, 4) == 1) s.cuda_graph_modules.insert(ov::graph_module::attn);
+  if (pick(i, f_graph_modules, 4) == 2) {
     s.cuda_graph_modules.insert(ov::graph_module::moe_router);
     s.cuda_graph_modules.insert(ov::graph_module::moe);
   }
   if (pick(i, f_gpu, std::size(gpu_v)) != 0) s.gpu = value_of<gpu_v>(i, f_gpu);
   if (pick(i, f_te, std::size(te_v)) != 0) s.te_version = value_of<te_v>(i, f_te);
-  if (pick(i, f_preset, 4) < 2) {
+  if (pick(i, f_preset, 4) == 1 || pick(i, f_preset, 4) == 2) {
     // Slot by slot, as upstream lists presets #13 (bf16 h12288) and #10 (fp8 h16384 LoRA).
     namespace ub = ov::ub;
     const ub::slot ring = ub::default_knobs(ub::method::ring_exchange);
     ov::ub::user_config c;
-    if (pick(i, f_preset, 4) == 0) {
+    if (pick(i, f_preset, 4) == 1) {
       c.preset_name = "userbuffers_bf16_h100_h12288_tp4_mbs1_seqlen2048";
       c.slots.qkv_dgrad = ub::slot{ub::method::bulk, 4, 2};
       c.slots.qkv_wgrad = ub::slot{ub::method::bulk, 4, 2};
