@@ -11,4 +11,7 @@ using cfg = ov::config<
     ov::moe_token_dispatcher_type<ov::dispatcher::alltoall>, ov::precision<ov::dtype::bf16>,
     ov::tp_comm_overlap<>, ov::overlap_moe_expert_parallel_comm<>, ov::delay_wgrad_compute<>>;
 
+static_assert(cfg::resolved.overlap_p2p_comm);             // PP-1: pp > 1 with vpp
+static_assert(*cfg::resolved.bucket_size == 134'217'728);  // DP-1: distributed optimizer, dp > 1
+
 int main() { show<cfg>("quick start"); }

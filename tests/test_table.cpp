@@ -71,3 +71,14 @@ TEST_CASE("docs/rules.md is the table's current documentation") {
   INFO("regenerate with: cmake --build <build dir> --target rule_doc");
   CHECK(fresh);
 }
+
+TEST_CASE("the README's quick start is examples/quick_start.cpp") {
+  const std::string example = read(source_dir / "examples" / "quick_start.cpp");
+  const auto begin = example.find("namespace ov = overlap;");
+  const auto end = example.find("int main()");
+  REQUIRE(begin != std::string::npos);
+  REQUIRE(end != std::string::npos);
+  const std::string block = example.substr(begin, end - begin);
+  CHECK(read(source_dir / "README.md").find(block.substr(0, block.find_last_not_of('\n') + 1)) !=
+        std::string::npos);
+}

@@ -1,4 +1,5 @@
-# Provides NCCL::nccl (NCCL ships neither a CMake package nor a pkg-config file).
+# FindNCCL: provides NCCL::nccl and NCCL_VERSION (NCCL ships neither a CMake package nor a
+# pkg-config file). Installed beside overlapConfig.cmake for consumers of overlap::cuda.
 if(NOT TARGET NCCL::nccl)
   find_path(NCCL_INCLUDE_DIR nccl.h
     HINTS ${CUDAToolkit_INCLUDE_DIRS} ENV NCCL_HOME PATH_SUFFIXES include)
