@@ -16,6 +16,7 @@ import sys
 
 ERROR = re.compile(r"(^|[\s:)])error( #\d+-D)?:")
 CONTEXT = re.compile(r"In instantiation of|required from|required by|In substitution of|"
+                     r"in .constexpr. expansion of|"
                      r"In function|In member function|In static member function")
 INCLUDE_CHAIN = re.compile(r"^(In file included from|\s+from )")
 

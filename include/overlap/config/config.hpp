@@ -60,12 +60,6 @@ struct config {
 #define OVERLAP_NOT_APPLICABLE(name, text)
 #define OVERLAP_REMARK(name, text)
 #include <overlap/rules/table.inc>
-#undef OVERLAP_ERROR
-#undef OVERLAP_OPTION_ERROR
-#undef OVERLAP_NOTE
-#undef OVERLAP_DERIVATION
-#undef OVERLAP_NOT_APPLICABLE
-#undef OVERLAP_REMARK
 };
 
 /// The verdict on `config<Options...>` as a constexpr value; never fires a static_assert.

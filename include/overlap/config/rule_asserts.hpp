@@ -23,11 +23,5 @@ namespace overlap::detail::rule_asserts {
 #define OVERLAP_REMARK(name, text)
 #include <overlap/rules/table.inc>
 #undef OVERLAP_ASSERT
-#undef OVERLAP_OPTION_ERROR
-#undef OVERLAP_ERROR
-#undef OVERLAP_NOTE
-#undef OVERLAP_DERIVATION
-#undef OVERLAP_NOT_APPLICABLE
-#undef OVERLAP_REMARK
 
 }  // namespace overlap::detail::rule_asserts

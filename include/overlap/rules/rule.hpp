@@ -71,12 +71,6 @@ namespace conditions {
 #define OVERLAP_REMARK(name, text)
 #include <overlap/rules/table.inc>
 #undef OVERLAP_CONDITION
-#undef OVERLAP_OPTION_ERROR
-#undef OVERLAP_ERROR
-#undef OVERLAP_NOTE
-#undef OVERLAP_DERIVATION
-#undef OVERLAP_NOT_APPLICABLE
-#undef OVERLAP_REMARK
 }  // namespace conditions
 
 /// Every rule, in table order.
@@ -89,12 +83,6 @@ inline constexpr rule table[] = {
 #define OVERLAP_NOT_APPLICABLE(name, text) detail::make_rule(text, kind::not_applicable),
 #define OVERLAP_REMARK(name, text) detail::make_rule(text, kind::remark),
 #include <overlap/rules/table.inc>
-#undef OVERLAP_OPTION_ERROR
-#undef OVERLAP_ERROR
-#undef OVERLAP_NOTE
-#undef OVERLAP_DERIVATION
-#undef OVERLAP_NOT_APPLICABLE
-#undef OVERLAP_REMARK
 };
 
 inline constexpr std::size_t table_size = sizeof(table) / sizeof(table[0]);
