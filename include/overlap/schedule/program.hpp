@@ -1,0 +1,66 @@
+#pragma once
+/// @file
+/// The step program: what one rank issues for one training step, as plain data that every backend
+/// (verifier, simulator, trace writer, CUDA executor) consumes as it is. Ops are in host issue
+/// order; each runs on one stream; collectives and p2p name a communicator and carry a
+/// per-communicator sequence number so that order can be matched across ranks.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace overlap::schedule {
+
+/// What a stream is for; the executor creates (or borrows) one CUDA stream per entry.
+enum class stream_role : std::uint8_t { compute, tp_comm, dp_comm, pp_send, pp_recv, ep_comm };
+
+struct stream {
+  stream_role role = stream_role::compute;
+  int priority = 0;  ///< CUDA convention: lower is higher priority
+};
+
+/// A group of ranks that communicates; `ranks[i]` is the global rank of communicator rank i.
+/// Communicators are matched across programs by name.
+struct communicator {
+  std::string name;
+  std::vector<int> ranks;
+};
+
+enum class op_kind : std::uint8_t {
+  compute,     ///< the trainer's kernel `name`
+  collective,  ///< `coll` on `comm`, `bytes` per rank
+  send,        ///< `bytes` to communicator rank `peer` of `comm`
+  recv,        ///< `bytes` from communicator rank `peer` of `comm`
+  record,      ///< records `event` on `stream`
+  wait,        ///< `stream` waits for the latest record of `event`
+  host_sync    ///< the host waits until everything issued before it has finished
+};
+
+enum class collective : std::uint8_t { all_gather, reduce_scatter, all_reduce, all_to_all };
+
+/// One issued operation. Fields that an op kind does not use keep their defaults.
+struct op {
+  op_kind kind = op_kind::compute;
+  int stream = 0;  ///< index into program::streams (unused by host_sync)
+  std::string name{};  ///< compute: the kernel's key; otherwise a label for reports and traces
+  collective coll = collective::all_reduce;
+  int comm = -1;          ///< index into program::comms (collective, send, recv)
+  int peer = -1;          ///< send/recv: the other side's rank within `comm`
+  std::int64_t seq = -1;  ///< collective: its position among `comm`'s collectives
+  std::int64_t bytes = 0;
+  int event = -1;  ///< record/wait
+  std::vector<int> reads{};   ///< buffers the op reads
+  std::vector<int> writes{};  ///< buffers the op writes
+};
+
+/// What one rank issues for one step.
+struct program {
+  int rank = 0;  ///< global rank
+  std::vector<stream> streams{};
+  std::vector<communicator> comms{};
+  std::vector<op> ops{};
+  int num_events = 0;
+  int num_buffers = 0;
+};
+
+}  // namespace overlap::schedule

@@ -1,0 +1,398 @@
+#pragma once
+/// @file
+/// The verifier: checks the programs of all ranks of a step before anything runs. It rejects, with
+/// the rank, the op and the reason:
+/// - a malformed op (stream, communicator, peer, event or buffer out of range);
+/// - a communicator whose collective sequence differs between its ranks;
+/// - a send or recv without its matching counterpart (peer, count and bytes);
+/// - an event wait with no earlier record of that event;
+/// - a cycle in the dependency graph (a hang), with the ops on the cycle;
+/// - a read of a buffer that does not depend on the op that wrote it, and a write of a buffer
+///   that does not wait for every earlier reader (reuse before its readers are done).
+/// Dependencies are stream FIFO, event record -> wait, communicator FIFO, host syncs, and the
+/// cross-rank rendezvous of matching collectives and send/recv pairs.
+
+#include <cstddef>
+#include <map>
+#include <numeric>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include <overlap/schedule/program.hpp>
+
+namespace overlap::verify {
+
+/// One reason to reject a step: on `rank`, the op at index `op` (or -1 for the whole program).
+struct finding {
+  int rank = 0;
+  int op = -1;
+  std::string reason;
+};
+
+/// "rank R op I (name): reason".
+inline std::string describe(const finding& f, const std::vector<schedule::program>& programs) {
+  std::string where = "rank " + std::to_string(f.rank);
+  if (f.op >= 0) {
+    where += " op " + std::to_string(f.op);
+    for (const auto& p : programs)
+      if (p.rank == f.rank && f.op < static_cast<int>(p.ops.size()) && !p.ops[f.op].name.empty())
+        where += " (" + p.ops[f.op].name + ")";
+  }
+  return where + ": " + f.reason;
+}
+
+namespace detail {
+
+using schedule::op_kind;
+
+inline bool is_comm(op_kind k) {
+  return k == op_kind::collective || k == op_kind::send || k == op_kind::recv;
+}
+
+inline std::string collective_name(schedule::collective c) {
+  switch (c) {
+    case schedule::collective::all_gather: return "all_gather";
+    case schedule::collective::reduce_scatter: return "reduce_scatter";
+    case schedule::collective::all_reduce: return "all_reduce";
+    case schedule::collective::all_to_all: return "all_to_all";
+  }
+  return "?";
+}
+
+/// The position of `rank` in `c`, or -1.
+inline int member_index(const schedule::communicator& c, int rank) {
+  for (std::size_t i = 0; i < c.ranks.size(); ++i)
+    if (c.ranks[i] == rank) return static_cast<int>(i);
+  return -1;
+}
+
+/// Ops of all ranks as one graph; rendezvous partners are contracted into one node.
+class step_graph {
+ public:
+  explicit step_graph(const std::vector<schedule::program>& programs) {
+    std::size_t total = 0;
+    for (const auto& p : programs) {
+      offset_.push_back(total);
+      total += p.ops.size();
+    }
+    parent_.resize(total);
+    std::iota(parent_.begin(), parent_.end(), std::size_t{0});
+    edges_.resize(total);
+  }
+
+  std::size_t node(std::size_t program, std::size_t op) const { return offset_[program] + op; }
+  void edge(std::size_t from, std::size_t to) { edges_[from].push_back(to); }
+  void unite(std::size_t a, std::size_t b) { parent_[find(a)] = find(b); }
+  std::size_t find(std::size_t x) {
+    while (parent_[x] != x) x = parent_[x] = parent_[parent_[x]];
+    return x;
+  }
+  std::size_t size() const { return parent_.size(); }
+
+  /// The contracted graph's successors.
+  std::vector<std::vector<std::size_t>> contracted() {
+    std::vector<std::vector<std::size_t>> out(size());
+    for (std::size_t from = 0; from < size(); ++from)
+      for (const std::size_t to : edges_[from])
+        if (find(from) != find(to)) out[find(from)].push_back(find(to));
+    return out;
+  }
+
+  /// (program index, op index) of a node.
+  std::pair<std::size_t, std::size_t> locate(std::size_t n) const {
+    std::size_t p = 0;
+    while (p + 1 < offset_.size() && offset_[p + 1] <= n) ++p;
+    return {p, n - offset_[p]};
+  }
+
+ private:
+  std::vector<std::size_t> offset_;
+  std::vector<std::size_t> parent_;
+  std::vector<std::vector<std::size_t>> edges_;
+};
+
+inline void check_structure(const schedule::program& p, std::vector<finding>& out) {
+  const auto bad = [&](std::size_t i, std::string why) {
+    out.push_back({p.rank, static_cast<int>(i), std::move(why)});
+  };
+  const auto in = [](int v, std::size_t n) { return v >= 0 && static_cast<std::size_t>(v) < n; };
+  for (std::size_t i = 0; i < p.ops.size(); ++i) {
+    const schedule::op& o = p.ops[i];
+    if (o.kind != op_kind::host_sync && !in(o.stream, p.streams.size()))
+      bad(i, "stream " + std::to_string(o.stream) + " does not exist");
+    if (is_comm(o.kind)) {
+      if (!in(o.comm, p.comms.size())) {
+        bad(i, "communicator " + std::to_string(o.comm) + " does not exist");
+        continue;
+      }
+      const auto& c = p.comms[o.comm];
+      if (member_index(c, p.rank) < 0) bad(i, "rank is not a member of communicator " + c.name);
+      if (o.kind != op_kind::collective && (!in(o.peer, c.ranks.size()) ||
+                                            c.ranks[o.peer] == p.rank))
+        bad(i, "peer " + std::to_string(o.peer) + " is not another rank of " + c.name);
+    }
+    if ((o.kind == op_kind::record || o.kind == op_kind::wait) && !in(o.event, p.num_events))
+      bad(i, "event " + std::to_string(o.event) + " does not exist");
+    for (const auto& list : {o.reads, o.writes})
+      for (const int b : list)
+        if (!in(b, p.num_buffers)) bad(i, "buffer " + std::to_string(b) + " does not exist");
+  }
+}
+
+/// Stream FIFO, communicator FIFO, host syncs and event edges of one rank.
+inline void local_edges(const schedule::program& p, std::size_t pi, step_graph& g,
+                        std::vector<finding>& out) {
+  std::vector<long> last_on_stream(p.streams.size(), -1);
+  std::vector<long> last_on_comm(p.comms.size(), -1);
+  std::vector<long> last_record(p.num_events, -1);
+  long last_sync = -1;
+  for (std::size_t i = 0; i < p.ops.size(); ++i) {
+    const schedule::op& o = p.ops[i];
+    const std::size_t n = g.node(pi, i);
+    if (last_sync >= 0) g.edge(g.node(pi, last_sync), n);
+    if (o.kind == op_kind::host_sync) {
+      for (std::size_t j = (last_sync < 0 ? 0 : last_sync); j < i; ++j) g.edge(g.node(pi, j), n);
+      last_sync = static_cast<long>(i);
+      continue;
+    }
+    if (last_on_stream[o.stream] >= 0) g.edge(g.node(pi, last_on_stream[o.stream]), n);
+    last_on_stream[o.stream] = static_cast<long>(i);
+    if (is_comm(o.kind)) {
+      if (last_on_comm[o.comm] >= 0) g.edge(g.node(pi, last_on_comm[o.comm]), n);
+      last_on_comm[o.comm] = static_cast<long>(i);
+    }
+    if (o.kind == op_kind::record) last_record[o.event] = static_cast<long>(i);
+    if (o.kind == op_kind::wait) {
+      if (last_record[o.event] < 0)
+        out.push_back({p.rank, static_cast<int>(i),
+                       "waits for event " + std::to_string(o.event) +
+                           " before any record of it (the wait would not order anything)"});
+      else
+        g.edge(g.node(pi, last_record[o.event]), n);
+    }
+  }
+}
+
+/// Matches collectives and send/recv pairs across ranks and contracts each rendezvous.
+inline void rendezvous(const std::vector<schedule::program>& programs, step_graph& g,
+                       std::vector<finding>& out) {
+  struct ref {
+    std::size_t program, op;
+  };
+  // name -> member rank -> its collectives in issue order
+  std::map<std::string, std::map<int, std::vector<ref>>> collectives;
+  // (name, from rank, to rank) -> sends / recvs in issue order
+  std::map<std::tuple<std::string, int, int>, std::vector<ref>> sends, recvs;
+  std::map<std::string, std::vector<int>> members;
+  for (std::size_t pi = 0; pi < programs.size(); ++pi) {
+    const auto& p = programs[pi];
+    for (std::size_t i = 0; i < p.ops.size(); ++i) {
+      const schedule::op& o = p.ops[i];
+      if (!is_comm(o.kind)) continue;
+      const auto& c = p.comms[o.comm];
+      members.emplace(c.name, c.ranks);
+      if (o.kind == op_kind::collective) collectives[c.name][p.rank].push_back({pi, i});
+      if (o.kind == op_kind::send) sends[{c.name, p.rank, c.ranks[o.peer]}].push_back({pi, i});
+      if (o.kind == op_kind::recv) recvs[{c.name, c.ranks[o.peer], p.rank}].push_back({pi, i});
+    }
+  }
+  const auto at = [&](ref r) -> const schedule::op& { return programs[r.program].ops[r.op]; };
+  const auto rank_of = [&](ref r) { return programs[r.program].rank; };
+
+  for (const auto& [name, by_rank] : collectives) {
+    const std::vector<int>& ranks = members[name];
+    std::size_t length = 0;
+    for (const auto& [rank, list] : by_rank)
+      if (list.size() > length) length = list.size();
+    for (std::size_t k = 0; k < length; ++k) {
+      const ref* lead = nullptr;
+      for (const int r : ranks) {
+        const auto it = by_rank.find(r);
+        if (it == by_rank.end() || k >= it->second.size()) {
+          out.push_back({r, -1,
+                         "communicator " + name + " has " +
+                             std::to_string(it == by_rank.end() ? 0 : it->second.size()) +
+                             " collectives here but " + std::to_string(length) +
+                             " on another rank: collective #" + std::to_string(k) +
+                             " is never issued (hang)"});
+          continue;
+        }
+        const ref cur = it->second[k];
+        if (at(cur).seq != static_cast<std::int64_t>(k))
+          out.push_back({r, static_cast<int>(cur.op),
+                         "sequence number " + std::to_string(at(cur).seq) + " on " + name +
+                             " where the issue order gives " + std::to_string(k)});
+        if (!lead) {
+          lead = &it->second[k];
+          continue;
+        }
+        const schedule::op& a = at(*lead);
+        const schedule::op& b = at(cur);
+        if (a.coll != b.coll || a.bytes != b.bytes)
+          out.push_back({r, static_cast<int>(cur.op),
+                         "collective #" + std::to_string(k) + " on " + name + " is " +
+                             collective_name(b.coll) + " of " + std::to_string(b.bytes) +
+                             " bytes here but " + collective_name(a.coll) + " of " +
+                             std::to_string(a.bytes) + " bytes on rank " +
+                             std::to_string(rank_of(*lead)) + " (ranks issue " + name +
+                             "'s collectives in different orders: hang)"});
+        g.unite(g.node(cur.program, cur.op), g.node(lead->program, lead->op));
+      }
+    }
+  }
+
+  const auto pair_up = [&](const auto& from, const auto& to, const char* what, const char* other,
+                           bool compare_bytes) {
+    for (const auto& [key, list] : from) {
+      const auto it = to.find(key);
+      const std::size_t matched = it == to.end() ? 0 : it->second.size();
+      for (std::size_t k = 0; k < list.size(); ++k) {
+        if (k >= matched) {
+          out.push_back({rank_of(list[k]), static_cast<int>(list[k].op),
+                         std::string(what) + " #" + std::to_string(k) + " on " +
+                             std::get<0>(key) + " has no matching " + other + " (hang)"});
+          continue;
+        }
+        const ref peer = it->second[k];
+        if (compare_bytes && at(list[k]).bytes != at(peer).bytes)
+          out.push_back({rank_of(list[k]), static_cast<int>(list[k].op),
+                         std::string(what) + " of " + std::to_string(at(list[k]).bytes) +
+                             " bytes meets a " + other + " of " + std::to_string(at(peer).bytes) +
+                             " bytes on rank " + std::to_string(rank_of(peer))});
+        g.unite(g.node(list[k].program, list[k].op), g.node(peer.program, peer.op));
+      }
+    }
+  };
+  pair_up(sends, recvs, "send", "recv", true);
+  pair_up(recvs, sends, "recv", "send", false);
+}
+
+}  // namespace detail
+
+/// Every reason the programs of one step would hang, race or misbehave; empty when they verify.
+/// `programs` holds one program per rank of the step (ranks that share a program included).
+inline std::vector<finding> verify(const std::vector<schedule::program>& programs) {
+  std::vector<finding> out;
+  for (const auto& p : programs) detail::check_structure(p, out);
+  if (!out.empty()) return out;
+
+  detail::step_graph g(programs);
+  for (std::size_t pi = 0; pi < programs.size(); ++pi)
+    detail::local_edges(programs[pi], pi, g, out);
+  detail::rendezvous(programs, g, out);
+  if (!out.empty()) return out;
+
+  // Kahn's algorithm on the contracted graph; what is left lies on or behind a cycle.
+  const auto succ = g.contracted();
+  std::vector<int> indegree(g.size(), 0);
+  for (std::size_t n = 0; n < g.size(); ++n)
+    if (g.find(n) == n)
+      for (const std::size_t m : succ[n]) ++indegree[m];
+  std::vector<std::size_t> ready, order;
+  for (std::size_t n = 0; n < g.size(); ++n)
+    if (g.find(n) == n && indegree[n] == 0) ready.push_back(n);
+  while (!ready.empty()) {
+    const std::size_t n = ready.back();
+    ready.pop_back();
+    order.push_back(n);
+    for (const std::size_t m : succ[n])
+      if (--indegree[m] == 0) ready.push_back(m);
+  }
+  std::size_t roots = 0;
+  for (std::size_t n = 0; n < g.size(); ++n) roots += g.find(n) == n;
+  if (order.size() != roots) {
+    // Every node Kahn left has a predecessor it also left: walking predecessors must repeat a
+    // node, and the walk between the two visits is a cycle.
+    std::vector<std::vector<std::size_t>> pred(g.size());
+    for (std::size_t n = 0; n < g.size(); ++n)
+      for (const std::size_t m : succ[n]) pred[m].push_back(n);
+    std::size_t n = 0;
+    while (g.find(n) != n || indegree[n] == 0) ++n;
+    std::vector<std::size_t> path;
+    std::vector<int> seen(g.size(), -1);
+    while (seen[n] < 0) {
+      seen[n] = static_cast<int>(path.size());
+      path.push_back(n);
+      for (const std::size_t m : pred[n])
+        if (indegree[m] > 0) {
+          n = m;
+          break;
+        }
+    }
+    // A step of the cycle may be a rendezvous: name every rank's op in it.
+    const auto describe_node = [&](std::size_t node) {
+      std::string text;
+      for (std::size_t m = 0; m < g.size(); ++m) {
+        if (g.find(m) != node) continue;
+        const auto [pi, oi] = g.locate(m);
+        text += (text.empty() ? "" : " = ") + std::string("rank ") +
+                std::to_string(programs[pi].rank) + " op " + std::to_string(oi);
+        if (!programs[pi].ops[oi].name.empty()) text += " (" + programs[pi].ops[oi].name + ")";
+      }
+      return text;
+    };
+    std::string cycle;
+    for (std::size_t k = path.size(); k-- > static_cast<std::size_t>(seen[n]);)
+      cycle += (cycle.empty() ? "" : " -> ") + describe_node(path[k]);
+    const auto [pi, oi] = g.locate(n);
+    out.push_back({programs[pi].rank, static_cast<int>(oi),
+                   "dependency cycle, the step would hang: " + cycle});
+    return out;
+  }
+
+  // Data hazards, judged on the acyclic graph: reachability in topological order.
+  std::vector<std::size_t> position(g.size(), 0);
+  for (std::size_t k = 0; k < order.size(); ++k) position[order[k]] = k;
+  const auto reaches = [&](std::size_t from, std::size_t to) {
+    from = g.find(from);
+    to = g.find(to);
+    if (from == to) return true;
+    std::vector<bool> seen(g.size(), false);
+    std::vector<std::size_t> todo{from};
+    while (!todo.empty()) {
+      const std::size_t n = todo.back();
+      todo.pop_back();
+      for (const std::size_t m : succ[n]) {
+        if (m == to) return true;
+        if (!seen[m] && position[m] < position[to]) {
+          seen[m] = true;
+          todo.push_back(m);
+        }
+      }
+    }
+    return false;
+  };
+  for (std::size_t pi = 0; pi < programs.size(); ++pi) {
+    const auto& p = programs[pi];
+    std::vector<long> writer(p.num_buffers, -1);
+    std::vector<std::vector<std::size_t>> readers(p.num_buffers);
+    for (std::size_t i = 0; i < p.ops.size(); ++i) {
+      const schedule::op& o = p.ops[i];
+      for (const int b : o.reads) {
+        if (writer[b] >= 0 && !reaches(g.node(pi, writer[b]), g.node(pi, i)))
+          out.push_back({p.rank, static_cast<int>(i),
+                         "reads buffer " + std::to_string(b) + " without depending on op " +
+                             std::to_string(writer[b]) + " that writes it (missing event wait)"});
+        readers[b].push_back(i);
+      }
+      for (const int b : o.writes) {
+        for (const std::size_t r : readers[b])
+          if (r != i && !reaches(g.node(pi, r), g.node(pi, i)))
+            out.push_back({p.rank, static_cast<int>(i),
+                           "overwrites buffer " + std::to_string(b) + " while op " +
+                               std::to_string(r) + " may still read it (reuse before its readers are done)"});
+        if (writer[b] >= 0 && !reaches(g.node(pi, writer[b]), g.node(pi, i)))
+          out.push_back({p.rank, static_cast<int>(i),
+                         "writes buffer " + std::to_string(b) + " concurrently with op " +
+                             std::to_string(writer[b]) + " that also writes it"});
+        writer[b] = static_cast<long>(i);
+        readers[b].clear();
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace overlap::verify

@@ -1,0 +1,198 @@
+// The verifier on small hand-built steps: a correct step verifies, and each kind of fault injected
+// into it is rejected with the rank, the op and the reason.
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include <overlap/verify/verify.hpp>
+
+namespace sc = overlap::schedule;
+namespace ov = overlap::verify;
+
+namespace {
+
+sc::op compute(int stream, std::string name, std::vector<int> reads, std::vector<int> writes) {
+  return sc::op{.kind = sc::op_kind::compute, .stream = stream, .name = std::move(name),
+                .reads = std::move(reads), .writes = std::move(writes)};
+}
+sc::op coll(int stream, int comm, std::int64_t seq, sc::collective c, std::vector<int> reads,
+            std::vector<int> writes, std::int64_t bytes = 1 << 20) {
+  return sc::op{.kind = sc::op_kind::collective, .stream = stream, .name = "coll",
+                .coll = c, .comm = comm, .seq = seq, .bytes = bytes,
+                .reads = std::move(reads), .writes = std::move(writes)};
+}
+sc::op p2p(sc::op_kind kind, int stream, int comm, int peer, std::vector<int> buffers) {
+  sc::op o{.kind = kind, .stream = stream, .name = kind == sc::op_kind::send ? "send" : "recv",
+           .comm = comm, .peer = peer, .bytes = 4096};
+  (kind == sc::op_kind::send ? o.reads : o.writes) = std::move(buffers);
+  return o;
+}
+sc::op record(int stream, int event) {
+  return sc::op{.kind = sc::op_kind::record, .stream = stream, .event = event};
+}
+sc::op wait(int stream, int event) {
+  return sc::op{.kind = sc::op_kind::wait, .stream = stream, .event = event};
+}
+
+/// Two DP ranks: backward produces a gradient (buffer 0) on the compute stream, the dp stream
+/// reduce-scatters it into buffer 1 while compute runs on, and the optimizer waits for it.
+std::vector<sc::program> dp_step() {
+  std::vector<sc::program> step;
+  for (int rank = 0; rank < 2; ++rank) {
+    sc::program p;
+    p.rank = rank;
+    p.streams = {{sc::stream_role::compute, 0}, {sc::stream_role::dp_comm, -1}};
+    p.comms = {{"dp", {0, 1}}};
+    p.num_events = 2;
+    p.num_buffers = 3;
+    p.ops = {compute(0, "layer1_bwd", {}, {0}),
+             record(0, 0),
+             wait(1, 0),
+             coll(1, 0, 0, sc::collective::reduce_scatter, {0}, {1}),
+             record(1, 1),
+             compute(0, "layer0_bwd", {}, {2}),
+             wait(0, 1),
+             compute(0, "optimizer", {1, 2}, {})};
+    step.push_back(p);
+  }
+  return step;
+}
+
+std::string reasons(const std::vector<ov::finding>& found, const std::vector<sc::program>& step) {
+  std::string all;
+  for (const auto& f : found) all += ov::describe(f, step) + "\n";
+  return all;
+}
+
+bool mentions(const std::vector<ov::finding>& found, int rank, int op, const std::string& text) {
+  for (const auto& f : found)
+    if (f.rank == rank && f.op == op && f.reason.find(text) != std::string::npos) return true;
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("a correct step verifies") {
+  const auto step = dp_step();
+  const auto found = ov::verify(step);
+  INFO(reasons(found, step));
+  CHECK(found.empty());
+}
+
+TEST_CASE("fault: ranks issue a communicator's collectives in different orders") {
+  auto step = dp_step();
+  step[1].ops[3].coll = sc::collective::all_reduce;
+  const auto found = ov::verify(step);
+  INFO(reasons(found, step));
+  CHECK(mentions(found, 1, 3, "in different orders"));
+}
+
+TEST_CASE("fault: a collective one rank never issues") {
+  auto step = dp_step();
+  step[1].ops[3] = compute(1, "not_a_collective", {0}, {1});
+  const auto found = ov::verify(step);
+  INFO(reasons(found, step));
+  CHECK(mentions(found, 1, -1, "never issued"));
+}
+
+TEST_CASE("fault: an event wait before its record") {
+  auto step = dp_step();
+  std::swap(step[0].ops[1], step[0].ops[2]);  // wait(1, 0) now comes before record(0, 0)
+  const auto found = ov::verify(step);
+  INFO(reasons(found, step));
+  CHECK(mentions(found, 0, 1, "before any record"));
+}
+
+TEST_CASE("fault: a consumer that does not depend on its producer") {
+  auto step = dp_step();
+  step[0].ops[6] = compute(0, "no_wait", {}, {});  // the optimizer no longer waits for the dp stream
+  const auto found = ov::verify(step);
+  INFO(reasons(found, step));
+  CHECK(mentions(found, 0, 7, "reads buffer 1 without depending on op 3"));
+}
+
+TEST_CASE("fault: a buffer reused before its readers are done") {
+  auto step = dp_step();
+  step[0].ops[5] = compute(0, "layer0_bwd", {}, {0});  // overwrites the gradient being reduced
+  const auto found = ov::verify(step);
+  INFO(reasons(found, step));
+  CHECK(mentions(found, 0, 5, "overwrites buffer 0 while op 3 may still read it"));
+}
+
+TEST_CASE("fault: collectives on two communicators issued in opposite orders hang") {
+  // Each communicator sees one collective, so per-communicator order agrees, but rank 0 issues
+  // tp then ep on one stream and rank 1 ep then tp: the upstream EP-overlap hang.
+  std::vector<sc::program> step;
+  for (int rank = 0; rank < 2; ++rank) {
+    sc::program p;
+    p.rank = rank;
+    p.streams = {{sc::stream_role::compute, 0}};
+    p.comms = {{"tp", {0, 1}}, {"ep", {0, 1}}};
+    p.num_buffers = 2;
+    sc::op tp = coll(0, 0, 0, sc::collective::all_gather, {}, {0});
+    sc::op ep = coll(0, 1, 0, sc::collective::all_to_all, {}, {1});
+    tp.name = "tp_all_gather";
+    ep.name = "ep_dispatch";
+    p.ops = rank == 0 ? std::vector<sc::op>{tp, ep} : std::vector<sc::op>{ep, tp};
+    step.push_back(p);
+  }
+  const auto found = ov::verify(step);
+  INFO(reasons(found, step));
+  REQUIRE(found.size() == 1);
+  CHECK(found[0].reason.find("dependency cycle") != std::string::npos);
+  CHECK(found[0].reason.find("tp_all_gather") != std::string::npos);
+  CHECK(found[0].reason.find("ep_dispatch") != std::string::npos);
+  std::swap(step[1].ops[0], step[1].ops[1]);  // the control: the same order on both ranks
+  CHECK(ov::verify(step).empty());
+}
+
+TEST_CASE("fault: pipeline neighbours that both send first on one stream deadlock") {
+  std::vector<sc::program> step;
+  for (int rank = 0; rank < 2; ++rank) {
+    sc::program p;
+    p.rank = rank;
+    p.streams = {{sc::stream_role::pp_send, 0}};
+    p.comms = {{"pp", {0, 1}}};
+    p.num_buffers = 2;
+    p.ops = {p2p(sc::op_kind::send, 0, 0, 1 - rank, {0}), p2p(sc::op_kind::recv, 0, 0, 1 - rank, {1})};
+    step.push_back(p);
+  }
+  const auto found = ov::verify(step);
+  INFO(reasons(found, step));
+  REQUIRE(found.size() == 1);
+  CHECK(found[0].reason.find("dependency cycle") != std::string::npos);
+  std::swap(step[1].ops[0], step[1].ops[1]);  // the control: rank 1 receives first
+  CHECK(ov::verify(step).empty());
+}
+
+TEST_CASE("fault: a send without its recv, and mismatched sizes") {
+  std::vector<sc::program> step;
+  for (int rank = 0; rank < 2; ++rank) {
+    sc::program p;
+    p.rank = rank;
+    p.streams = {{sc::stream_role::pp_send, 0}};
+    p.comms = {{"pp", {0, 1}}};
+    p.num_buffers = 1;
+    if (rank == 0) p.ops = {p2p(sc::op_kind::send, 0, 0, 1, {0}), p2p(sc::op_kind::send, 0, 0, 1, {0})};
+    else p.ops = {p2p(sc::op_kind::recv, 0, 0, 0, {0})};
+    step.push_back(p);
+  }
+  step[1].ops[0].bytes = 8192;
+  const auto found = ov::verify(step);
+  INFO(reasons(found, step));
+  CHECK(mentions(found, 0, 1, "no matching recv"));
+  CHECK(mentions(found, 0, 0, "meets a recv of 8192 bytes"));
+}
+
+TEST_CASE("fault: malformed ops are named") {
+  auto step = dp_step();
+  step[0].ops[0].stream = 7;
+  step[1].ops[3].comm = 4;
+  step[1].ops[7].reads = {9};
+  const auto found = ov::verify(step);
+  INFO(reasons(found, step));
+  CHECK(mentions(found, 0, 0, "stream 7 does not exist"));
+  CHECK(mentions(found, 1, 3, "communicator 4 does not exist"));
+  CHECK(mentions(found, 1, 7, "buffer 9 does not exist"));
+}
