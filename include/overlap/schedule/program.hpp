@@ -38,6 +38,9 @@ enum class op_kind : std::uint8_t {
 
 enum class collective : std::uint8_t { all_gather, reduce_scatter, all_reduce, all_to_all };
 
+/// The overlap family an op belongs to, for exposed-communication accounting.
+enum class family : std::uint8_t { none, tp, dp, pp, ep };
+
 /// One issued operation. Fields that an op kind does not use keep their defaults.
 struct op {
   op_kind kind = op_kind::compute;
@@ -47,7 +50,11 @@ struct op {
   int comm = -1;          ///< index into program::comms (collective, send, recv)
   int peer = -1;          ///< send/recv: the other side's rank within `comm`
   std::int64_t seq = -1;  ///< collective: its position among `comm`'s collectives
-  std::int64_t bytes = 0;
+  std::int64_t bytes = 0;  ///< collective: the full tensor (all_gather output, reduce_scatter
+                           ///< input, all_reduce buffer, all_to_all send volume); p2p: message
+  double flops = 0;        ///< compute: floating-point operations
+  std::int64_t memory_bytes = 0;  ///< compute: bytes moved to and from device memory
+  schedule::family family = schedule::family::none;
   int event = -1;  ///< record/wait
   std::vector<int> reads{};   ///< buffers the op reads
   std::vector<int> writes{};  ///< buffers the op writes

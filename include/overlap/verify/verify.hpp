@@ -13,14 +13,13 @@
 /// cross-rank rendezvous of matching collectives and send/recv pairs.
 
 #include <cstddef>
-#include <map>
 #include <numeric>
 #include <string>
-#include <tuple>
 #include <utility>
 #include <vector>
 
 #include <overlap/schedule/program.hpp>
+#include <overlap/schedule/rendezvous.hpp>
 
 namespace overlap::verify {
 
@@ -49,16 +48,6 @@ using schedule::op_kind;
 
 inline bool is_comm(op_kind k) {
   return k == op_kind::collective || k == op_kind::send || k == op_kind::recv;
-}
-
-inline std::string collective_name(schedule::collective c) {
-  switch (c) {
-    case schedule::collective::all_gather: return "all_gather";
-    case schedule::collective::reduce_scatter: return "reduce_scatter";
-    case schedule::collective::all_reduce: return "all_reduce";
-    case schedule::collective::all_to_all: return "all_to_all";
-  }
-  return "?";
 }
 
 /// The position of `rank` in `c`, or -1.
@@ -175,98 +164,15 @@ inline void local_edges(const schedule::program& p, std::size_t pi, step_graph& 
   }
 }
 
-/// Matches collectives and send/recv pairs across ranks and contracts each rendezvous.
+/// Contracts each rendezvous into one node; unmatched communication becomes findings.
 inline void rendezvous(const std::vector<schedule::program>& programs, step_graph& g,
                        std::vector<finding>& out) {
-  struct ref {
-    std::size_t program, op;
-  };
-  // name -> member rank -> its collectives in issue order
-  std::map<std::string, std::map<int, std::vector<ref>>> collectives;
-  // (name, from rank, to rank) -> sends / recvs in issue order
-  std::map<std::tuple<std::string, int, int>, std::vector<ref>> sends, recvs;
-  std::map<std::string, std::vector<int>> members;
-  for (std::size_t pi = 0; pi < programs.size(); ++pi) {
-    const auto& p = programs[pi];
-    for (std::size_t i = 0; i < p.ops.size(); ++i) {
-      const schedule::op& o = p.ops[i];
-      if (!is_comm(o.kind)) continue;
-      const auto& c = p.comms[o.comm];
-      members.emplace(c.name, c.ranks);
-      if (o.kind == op_kind::collective) collectives[c.name][p.rank].push_back({pi, i});
-      if (o.kind == op_kind::send) sends[{c.name, p.rank, c.ranks[o.peer]}].push_back({pi, i});
-      if (o.kind == op_kind::recv) recvs[{c.name, c.ranks[o.peer], p.rank}].push_back({pi, i});
-    }
-  }
-  const auto at = [&](ref r) -> const schedule::op& { return programs[r.program].ops[r.op]; };
-  const auto rank_of = [&](ref r) { return programs[r.program].rank; };
-
-  for (const auto& [name, by_rank] : collectives) {
-    const std::vector<int>& ranks = members[name];
-    std::size_t length = 0;
-    for (const auto& [rank, list] : by_rank)
-      if (list.size() > length) length = list.size();
-    for (std::size_t k = 0; k < length; ++k) {
-      const ref* lead = nullptr;
-      for (const int r : ranks) {
-        const auto it = by_rank.find(r);
-        if (it == by_rank.end() || k >= it->second.size()) {
-          out.push_back({r, -1,
-                         "communicator " + name + " has " +
-                             std::to_string(it == by_rank.end() ? 0 : it->second.size()) +
-                             " collectives here but " + std::to_string(length) +
-                             " on another rank: collective #" + std::to_string(k) +
-                             " is never issued (hang)"});
-          continue;
-        }
-        const ref cur = it->second[k];
-        if (at(cur).seq != static_cast<std::int64_t>(k))
-          out.push_back({r, static_cast<int>(cur.op),
-                         "sequence number " + std::to_string(at(cur).seq) + " on " + name +
-                             " where the issue order gives " + std::to_string(k)});
-        if (!lead) {
-          lead = &it->second[k];
-          continue;
-        }
-        const schedule::op& a = at(*lead);
-        const schedule::op& b = at(cur);
-        if (a.coll != b.coll || a.bytes != b.bytes)
-          out.push_back({r, static_cast<int>(cur.op),
-                         "collective #" + std::to_string(k) + " on " + name + " is " +
-                             collective_name(b.coll) + " of " + std::to_string(b.bytes) +
-                             " bytes here but " + collective_name(a.coll) + " of " +
-                             std::to_string(a.bytes) + " bytes on rank " +
-                             std::to_string(rank_of(*lead)) + " (ranks issue " + name +
-                             "'s collectives in different orders: hang)"});
-        g.unite(g.node(cur.program, cur.op), g.node(lead->program, lead->op));
-      }
-    }
-  }
-
-  const auto pair_up = [&](const auto& from, const auto& to, const char* what, const char* other,
-                           bool compare_bytes) {
-    for (const auto& [key, list] : from) {
-      const auto it = to.find(key);
-      const std::size_t matched = it == to.end() ? 0 : it->second.size();
-      for (std::size_t k = 0; k < list.size(); ++k) {
-        if (k >= matched) {
-          out.push_back({rank_of(list[k]), static_cast<int>(list[k].op),
-                         std::string(what) + " #" + std::to_string(k) + " on " +
-                             std::get<0>(key) + " has no matching " + other + " (hang)"});
-          continue;
-        }
-        const ref peer = it->second[k];
-        if (compare_bytes && at(list[k]).bytes != at(peer).bytes)
-          out.push_back({rank_of(list[k]), static_cast<int>(list[k].op),
-                         std::string(what) + " of " + std::to_string(at(list[k]).bytes) +
-                             " bytes meets a " + other + " of " + std::to_string(at(peer).bytes) +
-                             " bytes on rank " + std::to_string(rank_of(peer))});
-        g.unite(g.node(list[k].program, list[k].op), g.node(peer.program, peer.op));
-      }
-    }
-  };
-  pair_up(sends, recvs, "send", "recv", true);
-  pair_up(recvs, sends, "recv", "send", false);
+  const schedule::rendezvous_set matched = schedule::match_rendezvous(programs);
+  for (const auto& problem : matched.problems)
+    out.push_back({problem.rank, problem.op, problem.reason});
+  for (const auto& group : matched.groups)
+    for (const schedule::op_ref& member : group)
+      g.unite(g.node(member.program, member.op), g.node(group.front().program, group.front().op));
 }
 
 }  // namespace detail

@@ -1,0 +1,146 @@
+// The simulator on small steps whose timing can be worked out by hand, on a toy machine:
+// 100 SMs at 1e6 flop/us each, 10 SMs per communication kernel, 1000 bytes/us links, no latency
+// and no launch cost unless a test sets them.
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include <overlap/sim/simulator.hpp>
+
+namespace sc = overlap::schedule;
+namespace sim = overlap::sim;
+
+namespace {
+
+sim::machine toy() {
+  return sim::machine{.name = "toy",
+                      .sms = 100,
+                      .peak_flops_per_us = 100e6,
+                      .memory_bytes_per_us = 1e9,
+                      .gpus_per_node = 8,
+                      .nvlink_bytes_per_us = 1000,
+                      .nvlink_latency_us = 0,
+                      .network_bytes_per_us = 100,
+                      .network_latency_us = 0,
+                      .launch_us = 0,
+                      .comm_sms = 10};
+}
+
+sc::op gemm(int stream, std::string name, double flops = 1e9) {  // 10 us on the whole GPU
+  return sc::op{.kind = sc::op_kind::compute, .stream = stream, .name = std::move(name), .flops = flops};
+}
+sc::op all_reduce(int stream, int comm, std::int64_t seq, std::string name,
+                  std::int64_t bytes = 10'000) {  // 10 us between two ranks
+  return sc::op{.kind = sc::op_kind::collective, .stream = stream, .name = std::move(name),
+                .coll = sc::collective::all_reduce, .comm = comm, .seq = seq, .bytes = bytes,
+                .family = sc::family::dp};
+}
+
+sc::program two_rank_program(int rank, int streams, std::vector<sc::op> ops) {
+  sc::program p;
+  p.rank = rank;
+  for (int s = 0; s < streams; ++s) p.streams.push_back({s == 0 ? sc::stream_role::compute : sc::stream_role::dp_comm, 0});
+  p.comms = {{"dp", {0, 1}}, {"dp2", {0, 1}}};
+  p.num_events = 2;
+  p.ops = std::move(ops);
+  return p;
+}
+
+const sim::interval& interval_of(const sim::result& r, int rank, int op) {
+  for (const auto& i : r.intervals)
+    if (i.rank == rank && i.op == op) return i;
+  FAIL("no interval for rank " << rank << " op " << op);
+  return r.intervals.front();
+}
+
+}  // namespace
+
+TEST_CASE("a collective on its own stream overlaps compute; on the compute stream it does not") {
+  const sim::cost_model cost(toy());
+  std::vector<sc::program> overlapped, serial;
+  for (int rank = 0; rank < 2; ++rank) {
+    overlapped.push_back(two_rank_program(rank, 2, {gemm(0, "gemm"), all_reduce(1, 0, 0, "grads")}));
+    serial.push_back(two_rank_program(rank, 1, {gemm(0, "gemm"), all_reduce(0, 0, 0, "grads")}));
+  }
+  const sim::result o = sim::simulate(overlapped, cost);
+  const sim::result s = sim::simulate(serial, cost);
+  REQUIRE_FALSE(o.deadlock);
+  REQUIRE_FALSE(s.deadlock);
+  // Overlapped: the all-reduce takes 10 of the GEMM's 100 SMs, so the GEMM stretches to 10/0.9 us.
+  CHECK(o.step_time_us == doctest::Approx(10.0 / 0.9));
+  CHECK(interval_of(o, 0, 1).end_us == doctest::Approx(10.0));
+  CHECK(o.exposed_comm_us[static_cast<int>(sc::family::dp)] == doctest::Approx(0.0));
+  CHECK(s.step_time_us == doctest::Approx(20.0));
+  CHECK(s.exposed_comm_us[static_cast<int>(sc::family::dp)] == doctest::Approx(10.0));
+  CHECK(s.compute_us == doctest::Approx(10.0));
+}
+
+TEST_CASE("one hardware queue blocks an independent collective behind an event wait") {
+  // stream 0: gemm, record e0; stream 1: wait e0, all-reduce; stream 2: an independent all-reduce
+  // issued last. With 8 queues it runs at once; with 1 it waits behind the blocked wait.
+  const sim::cost_model cost(toy());
+  std::vector<sc::program> step;
+  for (int rank = 0; rank < 2; ++rank)
+    step.push_back(two_rank_program(rank, 3, {gemm(0, "gemm"),
+                                               sc::op{.kind = sc::op_kind::record, .stream = 0, .event = 0},
+                                               sc::op{.kind = sc::op_kind::wait, .stream = 1, .event = 0},
+                                               all_reduce(1, 0, 0, "after_gemm"),
+                                               all_reduce(2, 1, 0, "independent")}));
+  const sim::result many = sim::simulate(step, cost, {.cuda_device_max_connections = 8});
+  const sim::result one = sim::simulate(step, cost, {.cuda_device_max_connections = 1});
+  CHECK(interval_of(many, 0, 4).start_us == doctest::Approx(0.0));
+  CHECK(interval_of(one, 0, 4).start_us >= interval_of(one, 0, 0).end_us);
+  CHECK(interval_of(one, 0, 4).end_us > interval_of(many, 0, 4).end_us);
+}
+
+TEST_CASE("a collective transfers only when every member has launched it") {
+  const sim::cost_model cost(toy());
+  std::vector<sc::program> step{
+      two_rank_program(0, 2, {all_reduce(1, 0, 0, "grads")}),
+      two_rank_program(1, 2, {gemm(1, "late_gemm", 3e9), all_reduce(1, 0, 0, "grads")})};
+  const sim::result r = sim::simulate(step, cost);
+  REQUIRE_FALSE(r.deadlock);
+  CHECK(interval_of(r, 0, 0).start_us == doctest::Approx(30.0));  // rank 1's GEMM: 30 us
+  CHECK(interval_of(r, 0, 0).end_us == doctest::Approx(40.0));
+  CHECK(interval_of(r, 1, 1).start_us == doctest::Approx(30.0));
+}
+
+TEST_CASE("the host pays the launch cost per op and stops at a host sync") {
+  sim::machine m = toy();
+  m.launch_us = 2;
+  const sim::cost_model cost(m);
+  std::vector<sc::program> step;
+  for (int rank = 0; rank < 2; ++rank)
+    step.push_back(two_rank_program(rank, 1, {gemm(0, "a"), sc::op{.kind = sc::op_kind::host_sync},
+                                               gemm(0, "b")}));
+  const sim::result r = sim::simulate(step, cost);
+  CHECK(interval_of(r, 0, 0).start_us == doctest::Approx(2.0));   // issued after one launch
+  CHECK(interval_of(r, 0, 2).start_us == doctest::Approx(14.0));  // sync at 12, then one launch
+  CHECK(r.step_time_us == doctest::Approx(24.0));
+}
+
+TEST_CASE("collectives issued in opposite orders hang, and the wait-for graph says where") {
+  const sim::cost_model cost(toy());
+  std::vector<sc::program> step{
+      two_rank_program(0, 1, {all_reduce(0, 0, 0, "dp_first"), all_reduce(0, 1, 0, "dp2_second")}),
+      two_rank_program(1, 1, {all_reduce(0, 1, 0, "dp2_second"), all_reduce(0, 0, 0, "dp_first")})};
+  const sim::result r = sim::simulate(step, cost);
+  CHECK(r.deadlock);
+  CHECK(r.wait_for_graph.find("rank 0 op 0 (dp_first): launched; waits for the other members") !=
+        std::string::npos);
+  CHECK(r.wait_for_graph.find("rank 1 op 1 (dp_first): waits for op 0 on its stream") !=
+        std::string::npos);
+}
+
+TEST_CASE("links: across nodes the network's bandwidth applies") {
+  const sim::cost_model cost(toy());
+  std::vector<sc::program> step;
+  for (const int rank : {0, 8}) {
+    sc::program p = two_rank_program(rank, 1, {all_reduce(0, 0, 0, "grads")});
+    p.comms = {{"dp", {0, 8}}};
+    step.push_back(p);
+  }
+  const sim::result r = sim::simulate(step, cost);
+  CHECK(r.step_time_us == doctest::Approx(100.0));  // 10,000 bytes at 100 bytes/us
+}
