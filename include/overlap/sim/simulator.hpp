@@ -97,7 +97,8 @@ inline double union_length(std::vector<std::pair<double, double>> a) { return un
 
 }  // namespace detail
 
-/// Simulates one step: `programs` holds one program per rank.
+/// Simulates one step: `programs` holds one program per rank, well-formed as `verify` checks
+/// (a malformed op is not diagnosed here).
 inline result simulate(const std::vector<schedule::program>& programs, const cost_model& cost,
                        const options& opt = {}) {
   using detail::never;
@@ -111,7 +112,7 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
     const schedule::program& p = programs[pi];
     detail::rank_state& rs = ranks[pi];
     rs.ops.resize(p.ops.size());
-    rs.queues.resize(std::min<std::size_t>(p.streams.size(), connections));
+    rs.queues.resize(std::max<std::size_t>(1, std::min<std::size_t>(p.streams.size(), connections)));
     rs.head.assign(rs.queues.size(), 0);
     rs.free_sms = m.sms;
     std::vector<long> last_stream(p.streams.size(), -1), last_comm(p.comms.size(), -1),
