@@ -38,6 +38,16 @@ enum class op_kind : std::uint8_t {
 
 enum class collective : std::uint8_t { all_gather, reduce_scatter, all_reduce, all_to_all };
 
+inline std::string to_string(collective c) {
+  switch (c) {
+    case collective::all_gather: return "all_gather";
+    case collective::reduce_scatter: return "reduce_scatter";
+    case collective::all_reduce: return "all_reduce";
+    case collective::all_to_all: return "all_to_all";
+  }
+  return "?";
+}
+
 /// The overlap family an op belongs to, for exposed-communication accounting.
 enum class family : std::uint8_t { none, tp, dp, pp, ep };
 

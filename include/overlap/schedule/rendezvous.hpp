@@ -33,16 +33,6 @@ struct rendezvous_set {
   std::vector<match_problem> problems;      ///< empty when every comm op has its partners
 };
 
-inline std::string to_string(collective c) {
-  switch (c) {
-    case collective::all_gather: return "all_gather";
-    case collective::reduce_scatter: return "reduce_scatter";
-    case collective::all_reduce: return "all_reduce";
-    case collective::all_to_all: return "all_to_all";
-  }
-  return "?";
-}
-
 /// Matches every collective, send and recv of a step (ops must reference valid communicators).
 inline rendezvous_set match_rendezvous(const std::vector<program>& programs) {
   rendezvous_set out;

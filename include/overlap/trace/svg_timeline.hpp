@@ -1,0 +1,244 @@
+#pragma once
+/// @file
+/// The SVG timeline writer: a simulated step as one standalone picture that any browser shows,
+/// for reports and code review where a trace viewer is not at hand. One row per (rank, stream), a
+/// time axis, one bar per op coloured by what it is (compute, or the family of its
+/// communication), the op's name as a tooltip, a legend and the step time.
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <overlap/schedule/program.hpp>
+#include <overlap/sim/result.hpp>
+#include <overlap/trace/chrome_trace.hpp>
+
+namespace overlap::trace {
+
+/// The size of the picture, in pixels.
+struct svg_options {
+  int width = 1200;      ///< the whole picture, row labels included; the time axis gets at least
+                         ///< 100 pixels however small this is
+  int row_height = 18;   ///< one (rank, stream) row; labels are 11 pixels high, so keep it >= 12
+};
+
+namespace detail {
+
+/// `s` as XML text or attribute value. Control characters that XML 1.0 cannot carry at all
+/// become U+FFFD, so that a stray byte in an op name cannot make the picture unreadable.
+inline void write_xml_text(std::ostream& os, std::string_view s) {
+  for (const char c : s) {
+    switch (c) {
+      case '<': os << "&lt;"; break;
+      case '>': os << "&gt;"; break;
+      case '&': os << "&amp;"; break;
+      case '"': os << "&quot;"; break;
+      case '\'': os << "&apos;"; break;
+      case '\t':
+      case '\n':
+      case '\r': os << c; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) os << "&#xFFFD;";
+        else os << c;
+    }
+  }
+}
+
+/// A coordinate with two decimals (finer than any screen shows), whatever the stream's locale.
+inline std::string px(double v) {
+  char buf[64];
+  const auto written = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::fixed, 2);
+  return std::string(buf, written.ptr);
+}
+
+/// Tableau 10 colours, told apart easily on screen and in print; indexed by `category`.
+inline constexpr std::array<std::string_view, num_categories> category_colours{
+    "#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#b07aa1", "#9c9c9c"};
+
+/// The legend's word for a category; "none" would read as "nothing drawn in this colour".
+inline std::string_view legend_name(category c) {
+  return c == category::none ? "other" : category_name(c);
+}
+
+inline constexpr std::string_view micro = "\xc2\xb5";  // U+00B5 MICRO SIGN, in UTF-8
+
+/// A time for people: in milliseconds when `in_ms`, else microseconds, to the nanosecond.
+inline std::string time_text(double us, bool in_ms) {
+  if (in_ms) return us_text(to_ns(us / 1000)) + " ms";
+  return us_text(to_ns(us)) + " " + std::string(micro) + "s";
+}
+
+/// A round tick spacing (1, 2 or 5 times a power of ten) that gives the axis at most ~8 ticks.
+inline double tick_step(double span_us) {
+  const double raw = span_us / 8;
+  const double magnitude = std::pow(10.0, std::floor(std::log10(raw)));
+  const double normalized = raw / magnitude;
+  const double nice = normalized <= 1 ? 1 : normalized <= 2 ? 2 : normalized <= 5 ? 5 : 10;
+  return nice * magnitude;
+}
+
+}  // namespace detail
+
+/// Writes `r`, the simulation of `programs`, as a standalone SVG picture (UTF-8, no external
+/// resources). Rows are the streams of every rank in rank order, labelled "rank R <role>", plus
+/// any (rank, stream) that only `r` mentions. Each interval that lasts at least a nanosecond is a
+/// bar (at least half a pixel wide, so that short ops stay visible and hoverable) coloured by
+/// category: compute for kernels, else the op's family (tp, dp, pp, ep; grey "other" for
+/// unattributed ops); its `<title>` tooltip gives the op's name, category and times. Zero-length
+/// intervals (event record/wait) and intervals with non-finite times are not drawn. The legend
+/// lists the categories that occur; a dashed line marks the step time, and a deadlock is stated
+/// in red in the header.
+inline void write_svg_timeline(std::ostream& os, const std::vector<schedule::program>& programs,
+                               const sim::result& r, const svg_options& options = {}) {
+  using detail::px;
+  using detail::write_xml_text;
+  const auto ranks_programs = detail::by_rank(programs);
+
+  struct bar {
+    std::size_t row;
+    double start_us;
+    double end_us;
+    detail::category category;
+    std::string label;
+  };
+  std::map<std::pair<int, int>, std::string> row_labels;
+  for (const auto& p : programs) {
+    const auto names = detail::stream_names(p);
+    for (std::size_t s = 0; s < names.size(); ++s)
+      row_labels[{p.rank, static_cast<int>(s)}] = "rank " + std::to_string(p.rank) + " " + names[s];
+  }
+  for (const auto& iv : r.intervals)
+    row_labels.try_emplace({iv.rank, iv.stream}, "rank " + std::to_string(iv.rank) + " stream " +
+                                                     std::to_string(iv.stream));
+  std::map<std::pair<int, int>, std::size_t> row_of;
+  for (const auto& [key, label] : row_labels) row_of.emplace(key, row_of.size());
+
+  std::vector<bar> bars;
+  std::array<bool, detail::num_categories> used{};
+  double span_us = std::isfinite(r.step_time_us) ? std::max(r.step_time_us, 0.0) : 0.0;
+  for (const auto& iv : r.intervals) {
+    if (!detail::has_finite_times(iv) || detail::to_ns(iv.end_us) <= detail::to_ns(iv.start_us))
+      continue;
+    const detail::located at = detail::locate(ranks_programs, iv);
+    const auto c = at.op ? detail::category_of(*at.op) : detail::category::none;
+    used[static_cast<std::size_t>(c)] = true;
+    span_us = std::max(span_us, iv.end_us);
+    bars.push_back({row_of.at({iv.rank, iv.stream}), iv.start_us, iv.end_us, c,
+                    detail::interval_label(at, iv)});
+  }
+  if (span_us <= 0) span_us = 1;
+
+  std::size_t longest_label = 0;
+  for (const auto& [key, label] : row_labels) longest_label = std::max(longest_label, label.size());
+  // About 6.5 pixels per character of 11-pixel sans-serif, plus the margins on both sides.
+  const double plot_left = std::max(60.0, 16 + 6.5 * static_cast<double>(longest_label));
+  const double right_margin = 24;  // half of the last tick's label
+  const double plot_width = std::max(100.0, options.width - plot_left - right_margin);
+  const double width = plot_left + plot_width + right_margin;
+  const double row_height = std::max(options.row_height, 2);
+  const double rows_top = 60;
+  const double rows_bottom = rows_top + static_cast<double>(row_labels.size()) * row_height;
+  const double height = rows_bottom + 8;
+  const auto x_of = [&](double us) { return plot_left + us / span_us * plot_width; };
+  const bool in_ms = span_us >= 1000;
+
+  os << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << px(width) << "\" height=\""
+     << px(height) << "\" viewBox=\"0 0 " << px(width) << ' ' << px(height)
+     << "\" font-family=\"sans-serif\" font-size=\"11\">\n";
+  os << "<rect class=\"background\" x=\"0\" y=\"0\" width=\"" << px(width) << "\" height=\""
+     << px(height) << "\" fill=\"#ffffff\"/>\n";
+
+  const std::string step_text =
+      std::isfinite(r.step_time_us)
+          ? "step time " + detail::time_text(r.step_time_us, r.step_time_us >= 1000)
+          : std::string{};
+  if (!step_text.empty()) {
+    os << "<text x=\"8\" y=\"16\" font-size=\"13\" font-weight=\"bold\">";
+    write_xml_text(os, step_text);
+    os << "</text>\n";
+  }
+  // After the step time, at about 8 pixels per character of 13-pixel bold text.
+  if (r.deadlock)
+    os << "<text x=\"" << px(24 + 8 * static_cast<double>(step_text.size()))
+       << "\" y=\"16\" font-size=\"13\" fill=\"#c00000\">"
+       << "deadlock: the step did not finish (see the wait-for graph)</text>\n";
+
+  double legend_x = 8;
+  for (std::size_t c = 0; c < detail::num_categories; ++c) {
+    if (!used[c]) continue;
+    const auto name = detail::legend_name(static_cast<detail::category>(c));
+    os << "<rect class=\"legend\" x=\"" << px(legend_x) << "\" y=\"25\" width=\"10\" height=\"10\" "
+       << "fill=\"" << detail::category_colours[c] << "\"/><text x=\"" << px(legend_x + 14)
+       << "\" y=\"34\">" << name << "</text>\n";
+    legend_x += 14 + 6.5 * static_cast<double>(name.size()) + 16;
+  }
+
+  // Ticks are counted, not accumulated, so that rounding cannot add or drop the last one.
+  const double step = detail::tick_step(span_us);
+  const auto ticks = static_cast<int>(std::floor(span_us / step * (1 + 1e-9)));
+  os << "<g class=\"axis\" stroke=\"#e0e0e0\">\n";
+  for (int k = 0; k <= ticks; ++k)
+    os << "<line x1=\"" << px(x_of(k * step)) << "\" y1=\"" << px(rows_top - 6) << "\" x2=\""
+       << px(x_of(k * step)) << "\" y2=\"" << px(rows_bottom) << "\"/>\n";
+  os << "</g>\n<g class=\"ticks\" font-size=\"10\" text-anchor=\"middle\" fill=\"#404040\">\n";
+  for (int k = 0; k <= ticks; ++k) {
+    os << "<text x=\"" << px(x_of(k * step)) << "\" y=\"" << px(rows_top - 10) << "\">";
+    write_xml_text(os, detail::time_text(k * step, in_ms));
+    os << "</text>\n";
+  }
+  os << "</g>\n";
+
+  os << "<g class=\"rows\">\n";
+  std::optional<int> previous_rank;
+  for (const auto& [key, label] : row_labels) {
+    const double y = rows_top + static_cast<double>(row_of.at(key)) * row_height;
+    // A darker line where a rank starts groups each rank's streams.
+    const bool new_rank = previous_rank != key.first;
+    previous_rank = key.first;
+    os << "<line x1=\"0\" y1=\"" << px(y) << "\" x2=\"" << px(width) << "\" y2=\"" << px(y)
+       << "\" stroke=\"" << (new_rank ? "#a0a0a0" : "#e8e8e8") << "\"/><text x=\"8\" y=\""
+       << px(y + row_height / 2 + 4) << "\">";
+    write_xml_text(os, label);
+    os << "</text>\n";
+  }
+  os << "</g>\n";
+
+  // A thin white outline separates back-to-back ops of one stream, which would read as one bar.
+  os << "<g class=\"ops\" stroke=\"#ffffff\" stroke-width=\"0.5\">\n";
+  const double bar_height = std::max(row_height - 4, 1.0);
+  for (const auto& b : bars) {
+    const double x = x_of(b.start_us);
+    const double bar_width = std::max(x_of(b.end_us) - x, 0.5);
+    const double y =
+        rows_top + static_cast<double>(b.row) * row_height + (row_height - bar_height) / 2;
+    os << "<rect class=\"op\" x=\"" << px(x) << "\" y=\"" << px(y) << "\" width=\""
+       << px(bar_width) << "\" height=\"" << px(bar_height) << "\" fill=\""
+       << detail::category_colours[static_cast<std::size_t>(b.category)] << "\"><title>";
+    const std::int64_t start = detail::to_ns(b.start_us);
+    const std::int64_t end = detail::to_ns(b.end_us);
+    const std::string us = " " + std::string(detail::micro) + "s";
+    write_xml_text(os, b.label + "\n" + std::string(detail::category_name(b.category)) + ", " +
+                           detail::us_text(start) + " - " + detail::us_text(end) + us + " (" +
+                           detail::us_text(end - start) + us + ")");
+    os << "</title></rect>\n";
+  }
+  os << "</g>\n";
+
+  if (r.step_time_us > 0 && std::isfinite(r.step_time_us))
+    os << "<line class=\"step\" x1=\"" << px(x_of(r.step_time_us)) << "\" y1=\""
+       << px(rows_top - 6) << "\" x2=\"" << px(x_of(r.step_time_us)) << "\" y2=\""
+       << px(rows_bottom) << "\" stroke=\"#c00000\" stroke-dasharray=\"4 3\"/>\n";
+  os << "</svg>\n";
+}
+
+}  // namespace overlap::trace

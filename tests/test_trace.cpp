@@ -1,0 +1,733 @@
+// The timeline writers on a small hand-made two-rank step and simulation result: the Chrome trace
+// is strict JSON with the events a viewer shows, the SVG is well-formed XML with one bar per op
+// that took time. Both outputs are read back by the small strict parsers below (themselves tested
+// on malformed input), never by searching the text alone.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdlib>
+#include <limits>
+#include <map>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <overlap/trace/chrome_trace.hpp>
+#include <overlap/trace/svg_timeline.hpp>
+
+namespace sc = overlap::schedule;
+namespace sim = overlap::sim;
+namespace tr = overlap::trace;
+
+namespace {
+
+// ---- A strict JSON reader (RFC 8259): rejects anything a viewer's JSON.parse would reject. ----
+
+struct json {
+  enum class type { null, boolean, number, string, array, object };
+  type t = type::null;
+  bool boolean = false;
+  double number = 0;
+  std::string string;
+  std::vector<json> items;        ///< array elements, or object values
+  std::vector<std::string> keys;  ///< object keys, parallel to `items`
+
+  bool has(std::string_view key) const {
+    return std::find(keys.begin(), keys.end(), key) != keys.end();
+  }
+  const json& operator[](std::string_view key) const {
+    const auto it = std::find(keys.begin(), keys.end(), key);
+    if (it == keys.end()) throw std::runtime_error("no member " + std::string(key));
+    return items[static_cast<std::size_t>(it - keys.begin())];
+  }
+};
+
+void append_utf8(std::string& out, unsigned code) {
+  if (code < 0x80) {
+    out += static_cast<char>(code);
+  } else if (code < 0x800) {
+    out += static_cast<char>(0xc0 | (code >> 6));
+    out += static_cast<char>(0x80 | (code & 0x3f));
+  } else {
+    out += static_cast<char>(0xe0 | (code >> 12));
+    out += static_cast<char>(0x80 | ((code >> 6) & 0x3f));
+    out += static_cast<char>(0x80 | (code & 0x3f));
+  }
+}
+
+class json_reader {
+ public:
+  static json parse(std::string_view text) {
+    json_reader r(text);
+    json v = r.value();
+    r.skip_space();
+    if (r.pos_ != text.size()) r.fail("text after the value");
+    return v;
+  }
+
+ private:
+  explicit json_reader(std::string_view text) : in_(text) {}
+
+  [[noreturn]] void fail(const std::string& why) const {
+    throw std::runtime_error("JSON at " + std::to_string(pos_) + ": " + why);
+  }
+  char peek() const { return pos_ < in_.size() ? in_[pos_] : '\0'; }
+  void expect(char c) {
+    if (peek() != c) fail(std::string("expected '") + c + "'");
+    ++pos_;
+  }
+  void skip_space() {
+    while (pos_ < in_.size() && (in_[pos_] == ' ' || in_[pos_] == '\n' || in_[pos_] == '\r' ||
+                                 in_[pos_] == '\t'))
+      ++pos_;
+  }
+  void literal(std::string_view word) {
+    if (in_.substr(pos_, word.size()) != word) fail("bad literal");
+    pos_ += word.size();
+  }
+
+  json value() {
+    skip_space();
+    json v;
+    switch (peek()) {
+      case '{': v = object(); break;
+      case '[': v = array(); break;
+      case '"': v.t = json::type::string; v.string = string(); break;
+      case 't': literal("true"); v.t = json::type::boolean; v.boolean = true; break;
+      case 'f': literal("false"); v.t = json::type::boolean; break;
+      case 'n': literal("null"); break;
+      default: v.t = json::type::number; v.number = number();
+    }
+    skip_space();
+    return v;
+  }
+
+  json object() {
+    json v;
+    v.t = json::type::object;
+    expect('{');
+    skip_space();
+    if (peek() == '}') {
+      ++pos_;
+      return v;
+    }
+    for (;;) {
+      skip_space();
+      std::string key = string();
+      if (v.has(key)) fail("duplicate key " + key);
+      skip_space();
+      expect(':');
+      v.keys.push_back(std::move(key));
+      v.items.push_back(value());
+      if (peek() == '}') {
+        ++pos_;
+        return v;
+      }
+      expect(',');
+    }
+  }
+
+  json array() {
+    json v;
+    v.t = json::type::array;
+    expect('[');
+    skip_space();
+    if (peek() == ']') {
+      ++pos_;
+      return v;
+    }
+    for (;;) {
+      v.items.push_back(value());
+      if (peek() == ']') {
+        ++pos_;
+        return v;
+      }
+      expect(',');
+    }
+  }
+
+  std::string string() {
+    expect('"');
+    std::string out;
+    for (;;) {
+      if (pos_ >= in_.size()) fail("unterminated string");
+      const char c = in_[pos_++];
+      if (c == '"') return out;
+      if (static_cast<unsigned char>(c) < 0x20) fail("raw control character in a string");
+      if (c != '\\') {
+        out += c;
+        continue;
+      }
+      const char e = peek();
+      ++pos_;
+      switch (e) {
+        case '"': out += '"'; break;
+        case '\\': out += '\\'; break;
+        case '/': out += '/'; break;
+        case 'b': out += '\b'; break;
+        case 'f': out += '\f'; break;
+        case 'n': out += '\n'; break;
+        case 'r': out += '\r'; break;
+        case 't': out += '\t'; break;
+        case 'u': {
+          unsigned code = 0;
+          for (int i = 0; i < 4; ++i) {
+            const char h = peek();
+            ++pos_;
+            code <<= 4;
+            if (h >= '0' && h <= '9') code |= static_cast<unsigned>(h - '0');
+            else if (h >= 'a' && h <= 'f') code |= static_cast<unsigned>(h - 'a' + 10);
+            else if (h >= 'A' && h <= 'F') code |= static_cast<unsigned>(h - 'A' + 10);
+            else fail("bad \\u escape");
+          }
+          append_utf8(out, code);
+          break;
+        }
+        default: fail("bad escape");
+      }
+    }
+  }
+
+  double number() {
+    const std::size_t start = pos_;
+    const auto digits = [&] {
+      const std::size_t from = pos_;
+      while (peek() >= '0' && peek() <= '9') ++pos_;
+      if (pos_ == from) fail("expected a digit");
+    };
+    if (peek() == '-') ++pos_;
+    if (peek() == '0') ++pos_;
+    else digits();
+    if (peek() == '.') {
+      ++pos_;
+      digits();
+    }
+    if (peek() == 'e' || peek() == 'E') {
+      ++pos_;
+      if (peek() == '+' || peek() == '-') ++pos_;
+      digits();
+    }
+    return std::strtod(std::string(in_.substr(start, pos_ - start)).c_str(), nullptr);
+  }
+
+  std::string_view in_;
+  std::size_t pos_ = 0;
+};
+
+// ---- A strict reader for the XML that SVG is: elements, attributes, text and references. ----
+
+struct xml_element {
+  std::string name;
+  std::map<std::string, std::string> attrs;
+  int parent = -1;
+  std::string text;  ///< the element's own character data, references decoded
+};
+
+class xml_reader {
+ public:
+  /// The elements in document order; throws unless `text` is one well-formed root element.
+  static std::vector<xml_element> parse(std::string_view text) {
+    xml_reader r(text);
+    r.skip_space();
+    if (r.peek() != '<') r.fail("expected the root element");
+    r.element(-1);
+    r.skip_space();
+    if (r.pos_ != text.size()) r.fail("content after the root element");
+    return r.out_;
+  }
+
+ private:
+  explicit xml_reader(std::string_view text) : in_(text) {}
+
+  [[noreturn]] void fail(const std::string& why) const {
+    throw std::runtime_error("XML at " + std::to_string(pos_) + ": " + why);
+  }
+  char peek() const { return pos_ < in_.size() ? in_[pos_] : '\0'; }
+  void skip_space() {
+    while (pos_ < in_.size() && (in_[pos_] == ' ' || in_[pos_] == '\n' || in_[pos_] == '\r' ||
+                                 in_[pos_] == '\t'))
+      ++pos_;
+  }
+  std::string name() {
+    const auto first = [](char c) {
+      return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == ':';
+    };
+    const auto rest = [&](char c) {
+      return first(c) || (c >= '0' && c <= '9') || c == '-' || c == '.';
+    };
+    if (!first(peek())) fail("expected a name");
+    const std::size_t start = pos_;
+    while (rest(peek())) ++pos_;
+    return std::string(in_.substr(start, pos_ - start));
+  }
+  /// A character, or a reference decoded; `stop` ends the run and is not consumed.
+  void char_data(std::string& out, char stop) {
+    while (pos_ < in_.size() && in_[pos_] != stop) {
+      const char c = in_[pos_];
+      if (c == '<') fail("raw '<' in character data");
+      if (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\n' && c != '\r')
+        fail("control character");
+      if (c != '&') {
+        out += c;
+        ++pos_;
+        continue;
+      }
+      const std::size_t semi = in_.find(';', pos_);
+      if (semi == std::string_view::npos) fail("unterminated reference");
+      const std::string_view ref = in_.substr(pos_ + 1, semi - pos_ - 1);
+      static const std::map<std::string_view, char> named{
+          {"lt", '<'}, {"gt", '>'}, {"amp", '&'}, {"quot", '"'}, {"apos", '\''}};
+      if (const auto it = named.find(ref); it != named.end()) {
+        out += it->second;
+      } else if (ref.size() > 1 && ref[0] == '#') {
+        const bool hex = ref[1] == 'x';
+        const std::string digits(ref.substr(hex ? 2 : 1));
+        if (digits.empty() || digits.find_first_not_of(hex ? "0123456789abcdefABCDEF"
+                                                           : "0123456789") != std::string::npos)
+          fail("bad character reference");
+        append_utf8(out, static_cast<unsigned>(std::stoul(digits, nullptr, hex ? 16 : 10)));
+      } else {
+        fail("unknown entity &" + std::string(ref) + ";");
+      }
+      pos_ = semi + 1;
+    }
+  }
+
+  void element(int parent) {
+    ++pos_;  // '<'
+    xml_element e;
+    e.name = name();
+    e.parent = parent;
+    for (;;) {
+      const std::size_t before = pos_;
+      skip_space();
+      if (peek() == '/' || peek() == '>') break;
+      if (pos_ == before) fail("attributes must be separated by space");
+      std::string key = name();
+      if (peek() != '=') fail("expected '='");
+      ++pos_;
+      const char quote = peek();
+      if (quote != '"' && quote != '\'') fail("unquoted attribute value");
+      ++pos_;
+      std::string value;
+      char_data(value, quote);
+      if (peek() != quote) fail("unterminated attribute value");
+      ++pos_;
+      if (!e.attrs.emplace(std::move(key), std::move(value)).second) fail("duplicate attribute");
+    }
+    const int index = static_cast<int>(out_.size());
+    out_.push_back(std::move(e));
+    if (peek() == '/') {
+      ++pos_;
+      if (peek() != '>') fail("expected '>'");
+      ++pos_;
+      return;
+    }
+    ++pos_;  // '>'
+    for (;;) {
+      std::string text;
+      char_data(text, '<');
+      out_[static_cast<std::size_t>(index)].text += text;
+      if (pos_ >= in_.size())
+        fail("unclosed element " + out_[static_cast<std::size_t>(index)].name);
+      if (in_.substr(pos_, 2) == "</") {
+        pos_ += 2;
+        if (name() != out_[static_cast<std::size_t>(index)].name) fail("mismatched end tag");
+        skip_space();
+        if (peek() != '>') fail("expected '>'");
+        ++pos_;
+        return;
+      }
+      element(index);
+    }
+  }
+
+  std::string_view in_;
+  std::size_t pos_ = 0;
+  std::vector<xml_element> out_;
+};
+
+// ---- The step: two ranks, three streams each, all op kinds that a trace must name. ----
+
+const std::string json_tricky = "ag \"x\" \\ y";            // JSON must escape both
+const std::string xml_tricky = "mlp<fc1> & \"gelu\"";       // XML must escape all three
+const std::string control = std::string("ctl") + '\x01' + "char";  // neither may carry it raw
+
+sc::op compute(int stream, std::string name, double flops = 0) {
+  return sc::op{.kind = sc::op_kind::compute, .stream = stream, .name = std::move(name),
+                .flops = flops};
+}
+sc::op coll(int stream, std::string name, sc::collective c, int comm, sc::family f,
+            std::int64_t bytes) {
+  return sc::op{.kind = sc::op_kind::collective, .stream = stream, .name = std::move(name),
+                .coll = c, .comm = comm, .seq = 0, .bytes = bytes, .family = f};
+}
+
+std::vector<sc::program> programs() {
+  sc::program r0;
+  r0.rank = 0;
+  r0.streams = {{sc::stream_role::compute, 0}, {sc::stream_role::tp_comm, -1},
+                {sc::stream_role::dp_comm, -1}};
+  r0.comms = {{"tp", {0, 1}}, {"dp", {0, 1}}};
+  r0.num_events = 1;
+  r0.ops = {compute(0, "attn_fwd", 1e9),
+            sc::op{.kind = sc::op_kind::record, .stream = 0, .event = 0},
+            sc::op{.kind = sc::op_kind::wait, .stream = 1, .event = 0},
+            coll(1, json_tricky, sc::collective::all_gather, 0, sc::family::tp, 1 << 20),
+            sc::op{.kind = sc::op_kind::compute, .stream = 0, .name = xml_tricky,
+                   .memory_bytes = 4096},
+            coll(2, "", sc::collective::reduce_scatter, 1, sc::family::dp, 2048)};
+
+  sc::program r1;
+  r1.rank = 1;
+  r1.streams = {{sc::stream_role::compute, 0}, {sc::stream_role::tp_comm, -1},
+                {sc::stream_role::tp_comm, -1}};
+  r1.comms = {{"tp", {0, 1}}};
+  r1.ops = {compute(0, "attn_fwd", 1e9),
+            coll(1, "ag_chunk0", sc::collective::all_gather, 0, sc::family::tp, 4096),
+            coll(2, "ag_chunk1", sc::collective::all_gather, 0, sc::family::tp, 4096),
+            compute(0, control),
+            sc::op{.kind = sc::op_kind::send, .stream = 1, .comm = 0, .peer = 0, .bytes = 64}};
+  return {r0, r1};
+}
+
+/// 9 intervals that take time, 2 of zero length (the record and the wait). Rank 1's first two
+/// ops meet at 0.1 + 0.2, which is not 0.3 in binary floating point; ag_chunk1 ends a fraction
+/// of a nanosecond after 30 us, and the send lasts 6 us and 4 ns.
+sim::result result() {
+  sim::result r;
+  r.step_time_us = 40;
+  r.intervals = {{0, 0, 0, 0, 10},     {0, 0, 1, 10, 10},   {0, 1, 2, 10, 10},
+                 {0, 1, 3, 10, 25},    {0, 0, 4, 10, 22.5}, {0, 2, 5, 25, 40},
+                 {1, 0, 0, 0.1, 0.1 + 0.2},                 {1, 0, 3, 0.1 + 0.2, 12},
+                 {1, 1, 1, 12, 20},    {1, 2, 2, 12, 30.0000004}, {1, 1, 4, 30, 36.004}};
+  r.compute_us = 22.5;
+  r.comm_us[static_cast<std::size_t>(sc::family::tp)] = 18;
+  r.exposed_comm_us[static_cast<std::size_t>(sc::family::tp)] = 7.5;
+  return r;
+}
+
+json chrome_trace(const sim::result& r) {
+  std::ostringstream os;
+  tr::write_chrome_trace(os, programs(), r);
+  return json_reader::parse(os.str());
+}
+
+std::string svg_text(const sim::result& r, const tr::svg_options& options = {}) {
+  std::ostringstream os;
+  tr::write_svg_timeline(os, programs(), r, options);
+  return os.str();
+}
+
+std::vector<const json*> events_with(const json& trace, std::string_view ph) {
+  std::vector<const json*> out;
+  for (const json& e : trace["traceEvents"].items)
+    if (e["ph"].string == ph) out.push_back(&e);
+  return out;
+}
+
+const json& event_named(const json& trace, std::string_view name, int pid) {
+  for (const json& e : trace["traceEvents"].items)
+    if (e["name"].string == name && e["pid"].number == pid && e["ph"].string != "M") return e;
+  throw std::runtime_error("no event " + std::string(name));
+}
+
+/// The `<rect class="op">` whose tooltip starts with `label`.
+const xml_element& bar(const std::vector<xml_element>& svg, std::string_view label) {
+  for (std::size_t i = 0; i < svg.size(); ++i)
+    if (svg[i].name == "title" && svg[i].text.rfind(std::string(label) + "\n", 0) == 0)
+      return svg[static_cast<std::size_t>(svg[i].parent)];
+  throw std::runtime_error("no bar " + std::string(label));
+}
+
+double attr(const xml_element& e, const std::string& name) { return std::stod(e.attrs.at(name)); }
+
+std::size_t count_if(const std::vector<xml_element>& svg, std::string_view name,
+                     std::string_view cls = {}) {
+  return static_cast<std::size_t>(std::count_if(svg.begin(), svg.end(), [&](const xml_element& e) {
+    return e.name == name &&
+           (cls.empty() || (e.attrs.count("class") && e.attrs.at("class") == cls));
+  }));
+}
+
+/// Texts of the `<text>` elements inside the group of class `cls`.
+std::vector<std::string> texts_in(const std::vector<xml_element>& svg, std::string_view cls) {
+  std::vector<std::string> out;
+  for (const auto& e : svg)
+    if (e.name == "text" && e.parent >= 0) {
+      const auto& g = svg[static_cast<std::size_t>(e.parent)];
+      if (g.attrs.count("class") && g.attrs.at("class") == cls) out.push_back(e.text);
+    }
+  return out;
+}
+
+bool contains(const std::vector<std::string>& v, const std::string& s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+const std::string micro_s = "\xc2\xb5s";
+
+}  // namespace
+
+TEST_CASE("trace test readers reject malformed JSON and XML") {
+  CHECK_NOTHROW(json_reader::parse(R"({"a":[1,-2.5e3,"x\"\u0001"],"b":{},"c":null})"));
+  for (const char* bad : {R"({"a":1,})", R"([1 2])", R"({a:1})", R"({"a":01})", R"(["\x"])",
+                          "[\"a\x01\"]", R"({"a":1,"a":2})", R"([1.])", R"({"a":1} x)", R"([)"})
+    CHECK_THROWS_AS(json_reader::parse(bad), std::runtime_error);
+
+  CHECK_NOTHROW(xml_reader::parse(R"(<svg a="1"><g><title>x &amp; &#181;</title></g><r/></svg>)"));
+  for (const char* bad : {"<svg><rect></svg>", "<svg>a < b</svg>", "<svg>&bogus;</svg>",
+                          "<svg x=1/>", "<svg a=\"1\"b=\"2\"/>", "<svg a=\"1\" a=\"2\"/>",
+                          "<svg/><svg/>", "<svg>", "<svg>\x01</svg>", "<svg x=\"<\"/>"})
+    CHECK_THROWS_AS(xml_reader::parse(bad), std::runtime_error);
+}
+
+TEST_CASE("chrome trace is strict JSON with one complete event per op that took time") {
+  const json trace = chrome_trace(result());
+  REQUIRE(trace.t == json::type::object);
+  CHECK(trace["displayTimeUnit"].string == "ms");
+  REQUIRE(trace["traceEvents"].t == json::type::array);
+
+  // 2 processes and 6 threads, each named and given a sort index; 9 X events and 2 instants.
+  CHECK(events_with(trace, "M").size() == 16);
+  CHECK(events_with(trace, "i").size() == 2);
+  const auto complete = events_with(trace, "X");
+  REQUIRE(complete.size() == 9);
+
+  struct expected {
+    std::string name;
+    int pid, tid;
+    double ts, dur;
+    std::string cat;
+  };
+  const std::vector<expected> want{
+      {"attn_fwd", 0, 0, 0, 10, "compute"},        {json_tricky, 0, 1, 10, 15, "tp"},
+      {xml_tricky, 0, 0, 10, 12.5, "compute"},     {"reduce_scatter dp", 0, 2, 25, 15, "dp"},
+      {"attn_fwd", 1, 0, 0.1, 0.2, "compute"},     {control, 1, 0, 0.3, 11.7, "compute"},
+      {"ag_chunk0", 1, 1, 12, 8, "tp"},            {"ag_chunk1", 1, 2, 12, 18, "tp"},
+      {"send tp", 1, 1, 30, 6.004, "none"}};
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    CAPTURE(i);
+    const json& e = *complete[i];
+    CHECK(e["name"].string == want[i].name);
+    CHECK(e["pid"].number == want[i].pid);
+    CHECK(e["tid"].number == want[i].tid);
+    // Exact: times are written to the nanosecond, so 0.1 + 0.2 comes out as 0.3 and its
+    // duration as 0.2 (rank 1's second op starts exactly where its first ended), nothing below
+    // a nanosecond is kept and nothing above is lost.
+    CHECK(e["ts"].number == want[i].ts);
+    CHECK(e["dur"].number == want[i].dur);
+    CHECK(e["cat"].string == want[i].cat);
+  }
+}
+
+TEST_CASE("chrome trace names processes, threads and zero-length event ops") {
+  const json trace = chrome_trace(result());
+  std::map<std::pair<int, int>, std::string> threads;
+  std::map<int, std::string> processes;
+  for (const json& e : trace["traceEvents"].items) {
+    if (e["ph"].string != "M") continue;
+    const int pid = static_cast<int>(e["pid"].number);
+    if (e["name"].string == "process_name") processes[pid] = e["args"]["name"].string;
+    if (e["name"].string == "thread_name")
+      threads[{pid, static_cast<int>(e["tid"].number)}] = e["args"]["name"].string;
+  }
+  CHECK(processes == std::map<int, std::string>{{0, "rank 0"}, {1, "rank 1"}});
+  CHECK(threads == std::map<std::pair<int, int>, std::string>{
+                       {{0, 0}, "compute"},
+                       {{0, 1}, "tp_comm"},
+                       {{0, 2}, "dp_comm"},
+                       {{1, 0}, "compute"},
+                       {{1, 1}, "tp_comm (stream 1)"},
+                       {{1, 2}, "tp_comm (stream 2)"}});
+
+  const auto instants = events_with(trace, "i");
+  REQUIRE(instants.size() == 2);
+  CHECK(instants[0]->operator[]("name").string == "record e0");
+  CHECK(instants[1]->operator[]("name").string == "wait e0");
+  for (const json* e : instants) {
+    CHECK(e->operator[]("ts").number == 10);
+    CHECK(e->operator[]("s").string == "t");
+    CHECK_FALSE(e->has("dur"));
+  }
+}
+
+TEST_CASE("chrome trace escapes names and carries op details in args") {
+  std::ostringstream os;
+  tr::write_chrome_trace(os, programs(), result());
+  const std::string text = os.str();
+  CHECK(text.find(R"("ag \"x\" \\ y")") != std::string::npos);
+  CHECK(text.find(R"("ctl\u0001char")") != std::string::npos);
+
+  const json trace = json_reader::parse(text);
+  const json& attn = event_named(trace, "attn_fwd", 0)["args"];
+  CHECK(attn["op"].number == 0);
+  CHECK(attn["kind"].string == "compute");
+  CHECK(attn["flops"].number == 1e9);
+  CHECK_FALSE(attn.has("bytes"));
+
+  const json& gather = event_named(trace, json_tricky, 0)["args"];
+  CHECK(gather["op"].number == 3);
+  CHECK(gather["kind"].string == "collective");
+  CHECK(gather["collective"].string == "all_gather");
+  CHECK(gather["comm"].string == "tp");
+  CHECK(gather["family"].string == "tp");
+  CHECK(gather["bytes"].number == 1 << 20);
+  CHECK_FALSE(gather.has("flops"));
+
+  CHECK(event_named(trace, xml_tricky, 0)["args"]["memory_bytes"].number == 4096);
+  CHECK(event_named(trace, "send tp", 1)["args"]["peer"].number == 0);
+  CHECK(event_named(trace, "record e0", 0)["args"]["event"].number == 0);
+
+  const json& other = trace["otherData"];
+  CHECK(other["step_time_us"].number == 40);
+  CHECK(other["exposed_comm_us.tp"].number == 7.5);
+  CHECK(other["deadlock"].t == json::type::boolean);
+  CHECK_FALSE(other["deadlock"].boolean);
+  CHECK_FALSE(other.has("wait_for_graph"));
+}
+
+TEST_CASE("chrome trace of a deadlocked step carries the wait-for graph") {
+  sim::result r = result();
+  r.deadlock = true;
+  r.wait_for_graph = "rank 0 op 3 (\"ag\"): waits for rank 1\nrank 1 op 1: waits for rank 0\n";
+  const json trace = chrome_trace(r);
+  CHECK(trace["otherData"]["deadlock"].boolean);
+  CHECK(trace["otherData"]["wait_for_graph"].string == r.wait_for_graph);
+}
+
+TEST_CASE("trace writers keep intervals the programs lack and drop non-finite ones") {
+  sim::result r = result();
+  r.intervals.push_back({5, 0, 2, 1, 2});   // no program for rank 5
+  r.intervals.push_back({0, 0, 99, 2, 3});  // rank 0 has no op 99
+  r.intervals.push_back({0, 1, 3, 0, std::numeric_limits<double>::infinity()});
+
+  const json trace = chrome_trace(r);
+  CHECK(events_with(trace, "X").size() == 11);
+  CHECK(event_named(trace, "op 2", 5)["cat"].string == "none");
+  CHECK(event_named(trace, "op 99", 0)["tid"].number == 0);
+  bool named_rank_5 = false;
+  for (const json& e : trace["traceEvents"].items)
+    named_rank_5 |= e["name"].string == "process_name" && e["args"]["name"].string == "rank 5";
+  CHECK(named_rank_5);
+
+  const auto svg = xml_reader::parse(svg_text(r));
+  CHECK(count_if(svg, "rect", "op") == 11);
+  CHECK(contains(texts_in(svg, "rows"), "rank 5 stream 0"));
+}
+
+TEST_CASE("svg timeline is well-formed XML with one bar per op that took time") {
+  const std::string text = svg_text(result());
+  CHECK(text.rfind("<svg", 0) == 0);
+  const auto svg = xml_reader::parse(text);
+  REQUIRE(svg.front().name == "svg");
+  CHECK(svg.front().attrs.at("xmlns") == "http://www.w3.org/2000/svg");
+
+  // 1 background + 4 legend swatches (compute, tp, dp, other) + 9 bars; the record and the wait
+  // take no time and get no bar.
+  CHECK(count_if(svg, "rect") == 14);
+  CHECK(count_if(svg, "rect", "background") == 1);
+  CHECK(count_if(svg, "rect", "legend") == 4);
+  CHECK(count_if(svg, "rect", "op") == 9);
+  CHECK(count_if(svg, "title") == 9);
+  for (const std::string label : {"attn_fwd", "reduce_scatter dp", "ag_chunk0", "ag_chunk1",
+                                  "send tp"})
+    CHECK(bar(svg, label).name == "rect");
+  CHECK(bar(svg, json_tricky).name == "rect");
+  CHECK(bar(svg, xml_tricky).name == "rect");
+  CHECK(bar(svg, "ctl\xef\xbf\xbd" "char").name == "rect");  // the control byte as U+FFFD
+  CHECK_THROWS(bar(svg, "record e0"));
+  CHECK(text.find("mlp&lt;fc1&gt; &amp; &quot;gelu&quot;") != std::string::npos);
+
+  std::vector<std::string> legend;
+  for (std::size_t i = 0; i < svg.size(); ++i)
+    if (svg[i].attrs.count("class") && svg[i].attrs.at("class") == "legend")
+      legend.push_back(svg[i + 1].text);
+  CHECK(legend == std::vector<std::string>{"compute", "tp", "dp", "other"});
+
+  const auto rows = texts_in(svg, "rows");
+  CHECK(rows == std::vector<std::string>{"rank 0 compute", "rank 0 tp_comm", "rank 0 dp_comm",
+                                         "rank 1 compute", "rank 1 tp_comm (stream 1)",
+                                         "rank 1 tp_comm (stream 2)"});
+  bool has_step_time = false;
+  for (const auto& e : svg)
+    has_step_time |= e.name == "text" && e.text == "step time 40 " + micro_s;
+  CHECK(has_step_time);
+  CHECK(text.find("deadlock") == std::string::npos);
+}
+
+TEST_CASE("svg timeline places bars by time and row") {
+  const auto svg = xml_reader::parse(svg_text(result()));
+  const double width = attr(svg.front(), "width");
+  const double height = attr(svg.front(), "height");
+  for (const auto& e : svg)
+    if (e.name == "rect") {
+      CHECK(attr(e, "x") >= 0);
+      CHECK(attr(e, "x") + attr(e, "width") <= width);
+      CHECK(attr(e, "y") + attr(e, "height") <= height);
+    }
+
+  // The axis is linear: attn_fwd (0-10 us) ends where the op starting at 10 us begins, which
+  // lasts 12.5 us and so is 1.25 times as wide.
+  const auto& attn = bar(svg, "attn_fwd");  // rank 0's, the first in document order
+  const auto& mlp = bar(svg, xml_tricky);
+  CHECK(attr(attn, "x") + attr(attn, "width") == doctest::Approx(attr(mlp, "x")).epsilon(1e-4));
+  CHECK(attr(mlp, "width") == doctest::Approx(attr(attn, "width") * 1.25).epsilon(1e-3));
+
+  // The step's last op ends on the step-time marker.
+  const auto& reduce = bar(svg, "reduce_scatter dp");
+  const auto marker = std::find_if(svg.begin(), svg.end(), [](const xml_element& e) {
+    return e.attrs.count("class") && e.attrs.at("class") == "step";
+  });
+  REQUIRE(marker != svg.end());
+  CHECK(attr(reduce, "x") + attr(reduce, "width") ==
+        doctest::Approx(attr(*marker, "x1")).epsilon(1e-4));
+
+  // Rows in rank, then stream order; ops of one stream share a row.
+  CHECK(attr(attn, "y") == attr(mlp, "y"));
+  CHECK(attr(attn, "y") < attr(bar(svg, json_tricky), "y"));
+  CHECK(attr(bar(svg, json_tricky), "y") < attr(reduce, "y"));
+  CHECK(attr(reduce, "y") < attr(bar(svg, "ag_chunk0"), "y"));
+  CHECK(attr(bar(svg, "ag_chunk0"), "y") < attr(bar(svg, "ag_chunk1"), "y"));
+  CHECK(attr(bar(svg, "ag_chunk0"), "y") == attr(bar(svg, "send tp"), "y"));
+}
+
+TEST_CASE("svg timeline axis ticks switch from microseconds to milliseconds") {
+  const auto ticks_us = texts_in(xml_reader::parse(svg_text(result())), "ticks");
+  CHECK(ticks_us.front() == "0 " + micro_s);
+  CHECK(contains(ticks_us, "5 " + micro_s));
+  CHECK(ticks_us.back() == "40 " + micro_s);
+
+  sim::result slow = result();
+  slow.step_time_us *= 100;
+  for (auto& iv : slow.intervals) {
+    iv.start_us *= 100;
+    iv.end_us *= 100;
+  }
+  const auto svg = xml_reader::parse(svg_text(slow));
+  const auto ticks_ms = texts_in(svg, "ticks");
+  CHECK(ticks_ms == std::vector<std::string>{"0 ms", "0.5 ms", "1 ms", "1.5 ms", "2 ms", "2.5 ms",
+                                             "3 ms", "3.5 ms", "4 ms"});
+  bool has_step_time = false;
+  for (const auto& e : svg) has_step_time |= e.name == "text" && e.text == "step time 4 ms";
+  CHECK(has_step_time);
+}
+
+TEST_CASE("svg timeline width is configurable and a deadlock is stated") {
+  const auto narrow = xml_reader::parse(svg_text(result(), {.width = 800, .row_height = 24}));
+  CHECK(attr(narrow.front(), "width") == 800);
+  for (const auto& e : narrow)
+    if (e.name == "rect") CHECK(attr(e, "x") + attr(e, "width") <= 800);
+  CHECK(attr(bar(narrow, "attn_fwd"), "height") == 20);
+  CHECK(attr(bar(narrow, json_tricky), "y") - attr(bar(narrow, "attn_fwd"), "y") == 24);
+
+  sim::result r = result();
+  r.deadlock = true;
+  const std::string text = svg_text(r);
+  CHECK_NOTHROW(xml_reader::parse(text));
+  CHECK(text.find("deadlock") != std::string::npos);
+}
