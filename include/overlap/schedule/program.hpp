@@ -66,6 +66,10 @@ struct op {
   std::int64_t memory_bytes = 0;  ///< compute: bytes moved to and from device memory
   schedule::family family = schedule::family::none;
   int event = -1;  ///< record/wait
+  /// Communication ops of one rank with the same group id (>= 0) form one NCCL group
+  /// (ncclGroupStart/End): consecutive in issue order, on one stream, launched together; stream
+  /// and communicator order apply to the group as a whole, not among its members.
+  int group = -1;
   std::vector<int> reads{};   ///< buffers the op reads
   std::vector<int> writes{};  ///< buffers the op writes
 };

@@ -52,6 +52,9 @@ struct op_state {
   double end = never;
   int sms = 0;
   long stream_prev = -1, comm_prev = -1, record = -1;
+  /// When a predecessor above is the last member of a group, the group's first member: the
+  /// whole range must be done. Members of one group do not wait for each other.
+  long stream_prev_first = -1, comm_prev_first = -1;
   long group = -1;  ///< rendezvous group for communication ops
 };
 
@@ -117,15 +120,32 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
     rs.free_sms = m.sms;
     std::vector<long> last_stream(p.streams.size(), -1), last_comm(p.comms.size(), -1),
         last_record(p.num_events, -1);
+    // The first member of the group each op belongs to (itself when ungrouped).
+    std::vector<long> first(p.ops.size());
+    for (std::size_t i = 0; i < p.ops.size(); ++i)
+      first[i] = i > 0 && p.ops[i].group >= 0 && p.ops[i - 1].group == p.ops[i].group
+                     ? first[i - 1]
+                     : static_cast<long>(i);
     for (std::size_t i = 0; i < p.ops.size(); ++i) {
       const schedule::op& o = p.ops[i];
       if (o.kind == op_kind::host_sync) continue;
-      rs.ops[i].stream_prev = last_stream[o.stream];
-      last_stream[o.stream] = static_cast<long>(i);
-      if (detail::is_comm(o.kind)) {
-        rs.ops[i].comm_prev = last_comm[o.comm];
-        last_comm[o.comm] = static_cast<long>(i);
+      detail::op_state& s = rs.ops[i];
+      if (first[i] != static_cast<long>(i)) {  // a later member: the first member's predecessors
+        const detail::op_state& lead = rs.ops[static_cast<std::size_t>(first[i])];
+        s.stream_prev = lead.stream_prev;
+        s.stream_prev_first = lead.stream_prev_first;
+        s.comm_prev = lead.comm_prev;
+        s.comm_prev_first = lead.comm_prev_first;
+      } else {
+        s.stream_prev = last_stream[o.stream];
+        s.stream_prev_first = s.stream_prev < 0 ? -1 : first[static_cast<std::size_t>(s.stream_prev)];
+        if (detail::is_comm(o.kind)) {
+          s.comm_prev = last_comm[o.comm];
+          s.comm_prev_first = s.comm_prev < 0 ? -1 : first[static_cast<std::size_t>(s.comm_prev)];
+        }
       }
+      last_stream[o.stream] = static_cast<long>(i);
+      if (detail::is_comm(o.kind)) last_comm[o.comm] = static_cast<long>(i);
       if (o.kind == op_kind::record) last_record[o.event] = static_cast<long>(i);
       if (o.kind == op_kind::wait) rs.ops[i].record = last_record[o.event];
     }
@@ -148,6 +168,11 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
   std::priority_queue<running_entry, std::vector<running_entry>, std::greater<>> running;
   const auto done = [&](std::size_t pi, long i) {
     return i < 0 || ranks[pi].ops[static_cast<std::size_t>(i)].now == state::done;
+  };
+  const auto all_done = [&](std::size_t pi, long from, long to) {  // ops [from, to]
+    for (long i = from < 0 ? to : from; i >= 0 && i <= to; ++i)
+      if (!done(pi, i)) return false;
+    return true;
   };
   const auto start_group = [&](std::size_t g, double t) {
     const auto& members = matched.groups[g];
@@ -219,8 +244,8 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
             const std::size_t i = rs.queues[q][rs.head[q]];
             const schedule::op& o = p.ops[i];
             detail::op_state& s = rs.ops[i];
-            if (s.issued_at > t || !done(pi, s.stream_prev) || !done(pi, s.comm_prev) ||
-                !done(pi, s.record))
+            if (s.issued_at > t || !all_done(pi, s.stream_prev_first, s.stream_prev) ||
+                !all_done(pi, s.comm_prev_first, s.comm_prev) || !done(pi, s.record))
               break;
             if (o.kind == op_kind::record || o.kind == op_kind::wait) {
               s.now = state::done;

@@ -10,7 +10,7 @@
 /// - a read of a buffer that does not depend on the op that wrote it, and a write of a buffer
 ///   that does not wait for every earlier reader (reuse before its readers are done).
 /// Dependencies are stream FIFO, event record -> wait, communicator FIFO, host syncs, and the
-/// cross-rank rendezvous of matching collectives and send/recv pairs.
+/// cross-rank rendezvous of matching collectives and send/recv pairs; an NCCL group is one node.
 
 #include <cstddef>
 #include <numeric>
@@ -124,6 +124,17 @@ inline void check_structure(const schedule::program& p, std::vector<finding>& ou
     }
     if ((o.kind == op_kind::record || o.kind == op_kind::wait) && !in(o.event, p.num_events))
       bad(i, "event " + std::to_string(o.event) + " does not exist");
+    if (o.group >= 0) {
+      if (!is_comm(o.kind)) bad(i, "only communication ops can be grouped");
+      const bool continues = i > 0 && p.ops[i - 1].group == o.group;
+      if (continues && p.ops[i - 1].stream != o.stream)
+        bad(i, "a group's ops must be on one stream");
+      for (std::size_t j = 0; j + 1 < i && !continues; ++j)
+        if (p.ops[j].group == o.group) {
+          bad(i, "a group's ops must be consecutive in issue order");
+          break;
+        }
+    }
     for (const auto& list : {o.reads, o.writes})
       for (const int b : list)
         if (!in(b, p.num_buffers)) bad(i, "buffer " + std::to_string(b) + " does not exist");
@@ -141,6 +152,7 @@ inline void local_edges(const schedule::program& p, std::size_t pi, step_graph& 
     const schedule::op& o = p.ops[i];
     const std::size_t n = g.node(pi, i);
     if (last_sync >= 0) g.edge(g.node(pi, last_sync), n);
+    if (o.group >= 0 && i > 0 && p.ops[i - 1].group == o.group) g.unite(n, g.node(pi, i - 1));
     if (o.kind == op_kind::host_sync) {
       for (std::size_t j = (last_sync < 0 ? 0 : last_sync); j < i; ++j) g.edge(g.node(pi, j), n);
       last_sync = static_cast<long>(i);

@@ -1,0 +1,109 @@
+// The TP generator: its programs verify, overlap shortens the step; ring exchange hides its
+// transfers (the local chunk is multiplied first, the own chunk last) and the pipelined split
+// exposes the reduce-scatter of its last split, which no GEMM is left to hide.
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include <overlap/overlap.hpp>
+#include <overlap/schedule/tensor_parallel.hpp>
+#include <overlap/sim/simulator.hpp>
+#include <overlap/verify/verify.hpp>
+
+namespace ov = overlap;
+namespace sc = overlap::schedule;
+
+namespace {
+constexpr int tp_family = static_cast<int>(sc::family::tp);
+
+struct ring_reduce_scatter {
+  using proj_fprop = ov::ub::ring_exchange<>;
+  using fc2_fprop = ov::ub::ring_exchange<>;
+};
+
+std::string findings(const std::vector<sc::program>& step) {
+  std::string all;
+  for (const auto& f : ov::verify::verify(step)) all += ov::verify::describe(f, step) + "\n";
+  return all;
+}
+
+/// A tp = 4 step made of one GEMM slot, on an H100 node.
+template <class Build>
+ov::sim::result one_gemm(Build build) {
+  sc::workload w;
+  std::vector<sc::program> step;
+  for (int rank = 0; rank < 4; ++rank) {
+    sc::detail::tp_builder b(rank, 4, w);
+    build(b);
+    step.push_back(b.take());
+  }
+  INFO(findings(step));
+  CHECK(ov::verify::verify(step).empty());
+  return ov::sim::simulate(step, ov::sim::cost_model(ov::sim::h100_node()));
+}
+
+/// One ring chunk on an H100 node: a quarter of 4096 tokens x 4096 hidden in bf16 over NVLink.
+double one_chunk_us() {
+  const sc::op chunk{.kind = sc::op_kind::send, .bytes = 4096LL * 4096 * 2 / 4};
+  return ov::sim::cost_model(ov::sim::h100_node()).comm_us(chunk, 2, false);
+}
+}  // namespace
+
+TEST_CASE("TP overlap: every slot method verifies and shortens the step") {
+  sc::workload w;
+  w.layers = 2;
+  w.micro_batches = 1;
+  using off = ov::config<ov::tp<4>, ov::sequence_parallel<>>;
+  using defaults = ov::config<ov::tp<4>, ov::sequence_parallel<>, ov::tp_comm_overlap<>>;
+  using ring = ov::config<ov::tp<4>, ov::sequence_parallel<>, ov::tp_comm_overlap<>,
+                          ov::tp_comm_overlap_cfg<ring_reduce_scatter>>;
+  using lora = ov::config<ov::tp<4>, ov::sequence_parallel<>, ov::tp_comm_overlap<>, ov::fp8<>,
+                          ov::tp_comm_overlap_cfg<ov::ub::userbuffers_fp8_h100_h16384_tp4_mbs1_seqlen2048_lora>>;
+  const ov::sim::cost_model h100(ov::sim::h100_node());
+  const auto baseline = ov::sim::simulate(sc::tensor_parallel_step(off::settings, off::resolved, w), h100);
+  CHECK(baseline.exposed_comm_us[tp_family] == doctest::Approx(baseline.comm_us[tp_family]));
+  using named_step = std::pair<std::string, std::vector<sc::program>>;
+  for (const auto& [name, step] :
+       {named_step{"defaults", sc::tensor_parallel_step(defaults::settings, defaults::resolved, w)},
+        named_step{"ring", sc::tensor_parallel_step(ring::settings, ring::resolved, w)},
+        named_step{"lora", sc::tensor_parallel_step(lora::settings, lora::resolved, w)}}) {
+    CAPTURE(name);
+    INFO(findings(step));
+    CHECK(ov::verify::verify(step).empty());
+    const auto r = ov::sim::simulate(step, h100);
+    REQUIRE_FALSE(r.deadlock);
+    MESSAGE(name << ": step " << r.step_time_us << " us (baseline " << baseline.step_time_us
+                 << "), exposed tp " << r.exposed_comm_us[tp_family] << " us (baseline "
+                 << baseline.exposed_comm_us[tp_family] << ")");
+    CHECK(r.step_time_us < baseline.step_time_us);
+    CHECK(r.exposed_comm_us[tp_family] < 0.3 * baseline.exposed_comm_us[tp_family]);
+  }
+}
+
+TEST_CASE("ring exchange hides its tp - 1 chunk transfers under the GEMM chunks") {
+  const ov::ub::slot ring = ov::ub::default_knobs(ov::ub::method::ring_exchange);
+  const auto rs = one_gemm([&](sc::detail::tp_builder& b) { b.gemm_reduce_scatter(ring, "fc2", 4e12); });
+  const auto ag = one_gemm([&](sc::detail::tp_builder& b) { b.all_gather_gemm(ring, "fc1", 4e12); });
+  for (const auto& r : {rs, ag}) {
+    REQUIRE_FALSE(r.deadlock);
+    CHECK(r.comm_us[tp_family] == doctest::Approx(3 * one_chunk_us()).epsilon(0.01));
+    CHECK(r.exposed_comm_us[tp_family] < 0.05 * one_chunk_us());
+  }
+}
+
+TEST_CASE("the pipelined split exposes the reduce-scatter of its last split") {
+  const ov::ub::slot pipeline = ov::ub::default_knobs(ov::ub::method::pipeline);  // 4 splits
+  const auto r = one_gemm([&](sc::detail::tp_builder& b) { b.gemm_reduce_scatter(pipeline, "fc2", 4e12); });
+  REQUIRE_FALSE(r.deadlock);
+  CHECK(r.exposed_comm_us[tp_family] == doctest::Approx(r.comm_us[tp_family] / 4).epsilon(0.05));
+}
+
+TEST_CASE("without overlap the all-gather and reduce-scatter are fully exposed") {
+  const ov::ub::slot none{};
+  const auto r = one_gemm([&](sc::detail::tp_builder& b) {
+    b.all_gather_gemm(none, "fc1", 4e12);
+    b.gemm_reduce_scatter(none, "fc2", 4e12);
+  });
+  CHECK(r.exposed_comm_us[tp_family] == doctest::Approx(r.comm_us[tp_family]));
+}
