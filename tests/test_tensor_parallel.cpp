@@ -64,10 +64,12 @@ TEST_CASE("TP overlap: every slot method verifies and shortens the step") {
   const auto baseline = ov::sim::simulate(sc::tensor_parallel_step(off::settings, off::resolved, w), h100);
   CHECK(baseline.exposed_comm_us[tp_family] == doctest::Approx(baseline.comm_us[tp_family]));
   using named_step = std::pair<std::string, std::vector<sc::program>>;
-  for (const auto& [name, step] :
+  for (const named_step& variant :
        {named_step{"defaults", sc::tensor_parallel_step(defaults::settings, defaults::resolved, w)},
         named_step{"ring", sc::tensor_parallel_step(ring::settings, ring::resolved, w)},
         named_step{"lora", sc::tensor_parallel_step(lora::settings, lora::resolved, w)}}) {
+    const std::string& name = variant.first;  // not a structured binding: clang 14 cannot capture one
+    const std::vector<sc::program>& step = variant.second;
     CAPTURE(name);
     INFO(findings(step));
     CHECK(ov::verify::verify(step).empty());
