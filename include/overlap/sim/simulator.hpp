@@ -126,23 +126,32 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
       first[i] = i > 0 && p.ops[i].group >= 0 && p.ops[i - 1].group == p.ops[i].group
                      ? first[i - 1]
                      : static_cast<long>(i);
+    // Per communicator, the predecessor a group's members on it share (taken at their first).
+    std::vector<long> group_comm_prev(p.comms.size(), -1), group_comm_prev_first(p.comms.size(), -1);
+    std::vector<bool> comm_in_group(p.comms.size(), false);
     for (std::size_t i = 0; i < p.ops.size(); ++i) {
       const schedule::op& o = p.ops[i];
       if (o.kind == op_kind::host_sync) continue;
       detail::op_state& s = rs.ops[i];
-      if (first[i] != static_cast<long>(i)) {  // a later member: the first member's predecessors
+      const bool continues = first[i] != static_cast<long>(i);
+      if (!continues) comm_in_group.assign(p.comms.size(), false);
+      if (continues) {  // a later member: the predecessors the group had when it started
         const detail::op_state& lead = rs.ops[static_cast<std::size_t>(first[i])];
         s.stream_prev = lead.stream_prev;
         s.stream_prev_first = lead.stream_prev_first;
-        s.comm_prev = lead.comm_prev;
-        s.comm_prev_first = lead.comm_prev_first;
       } else {
         s.stream_prev = last_stream[o.stream];
         s.stream_prev_first = s.stream_prev < 0 ? -1 : first[static_cast<std::size_t>(s.stream_prev)];
-        if (detail::is_comm(o.kind)) {
-          s.comm_prev = last_comm[o.comm];
-          s.comm_prev_first = s.comm_prev < 0 ? -1 : first[static_cast<std::size_t>(s.comm_prev)];
+      }
+      if (detail::is_comm(o.kind)) {
+        if (!comm_in_group[o.comm]) {
+          group_comm_prev[o.comm] = last_comm[o.comm];
+          group_comm_prev_first[o.comm] =
+              last_comm[o.comm] < 0 ? -1 : first[static_cast<std::size_t>(last_comm[o.comm])];
+          comm_in_group[o.comm] = o.group >= 0;
         }
+        s.comm_prev = group_comm_prev[o.comm];
+        s.comm_prev_first = group_comm_prev_first[o.comm];
       }
       last_stream[o.stream] = static_cast<long>(i);
       if (detail::is_comm(o.kind)) last_comm[o.comm] = static_cast<long>(i);

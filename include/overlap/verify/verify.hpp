@@ -10,7 +10,8 @@
 /// - a read of a buffer that does not depend on the op that wrote it, and a write of a buffer
 ///   that does not wait for every earlier reader (reuse before its readers are done).
 /// Dependencies are stream FIFO, event record -> wait, communicator FIFO, host syncs, and the
-/// cross-rank rendezvous of matching collectives and send/recv pairs; an NCCL group is one node.
+/// cross-rank rendezvous of matching collectives and send/recv pairs; the members of an NCCL group
+/// start together and what follows the group waits for all of them.
 
 #include <cstddef>
 #include <numeric>
@@ -141,28 +142,51 @@ inline void check_structure(const schedule::program& p, std::vector<finding>& ou
   }
 }
 
-/// Stream FIFO, communicator FIFO, host syncs and event edges of one rank.
+/// Stream FIFO, communicator FIFO, host syncs and event edges of one rank. The members of an
+/// NCCL group share the predecessors the group had when it started, and what follows the group
+/// on a stream or communicator follows every member there (a member completes with its own
+/// partner, not with the whole group).
 inline void local_edges(const schedule::program& p, std::size_t pi, step_graph& g,
                         std::vector<finding>& out) {
-  std::vector<long> last_on_stream(p.streams.size(), -1);
-  std::vector<long> last_on_comm(p.comms.size(), -1);
+  // The ops the next op on a stream (communicator) must follow: one, or a group's members.
+  std::vector<std::vector<long>> after_stream(p.streams.size()), after_comm(p.comms.size());
+  std::vector<std::vector<long>> group_stream_preds(p.streams.size()), group_comm_preds(p.comms.size());
+  std::vector<bool> comm_in_group(p.comms.size(), false);
   std::vector<long> last_record(p.num_events, -1);
   long last_sync = -1;
+  const auto follow = [&](const std::vector<long>& preds, std::size_t n) {
+    for (const long j : preds) g.edge(g.node(pi, static_cast<std::size_t>(j)), n);
+  };
   for (std::size_t i = 0; i < p.ops.size(); ++i) {
     const schedule::op& o = p.ops[i];
     const std::size_t n = g.node(pi, i);
     if (last_sync >= 0) g.edge(g.node(pi, last_sync), n);
-    if (o.group >= 0 && i > 0 && p.ops[i - 1].group == o.group) g.unite(n, g.node(pi, i - 1));
     if (o.kind == op_kind::host_sync) {
       for (std::size_t j = (last_sync < 0 ? 0 : last_sync); j < i; ++j) g.edge(g.node(pi, j), n);
       last_sync = static_cast<long>(i);
       continue;
     }
-    if (last_on_stream[o.stream] >= 0) g.edge(g.node(pi, last_on_stream[o.stream]), n);
-    last_on_stream[o.stream] = static_cast<long>(i);
+    const bool continues = o.group >= 0 && i > 0 && p.ops[i - 1].group == o.group;
+    if (!continues) comm_in_group.assign(p.comms.size(), false);
+    if (continues) {
+      follow(group_stream_preds[o.stream], n);
+      after_stream[o.stream].push_back(static_cast<long>(i));
+    } else {
+      follow(after_stream[o.stream], n);
+      group_stream_preds[o.stream] = after_stream[o.stream];
+      after_stream[o.stream] = {static_cast<long>(i)};
+    }
     if (is_comm(o.kind)) {
-      if (last_on_comm[o.comm] >= 0) g.edge(g.node(pi, last_on_comm[o.comm]), n);
-      last_on_comm[o.comm] = static_cast<long>(i);
+      auto& after = after_comm[o.comm];
+      if (comm_in_group[o.comm]) {
+        follow(group_comm_preds[o.comm], n);
+        after.push_back(static_cast<long>(i));
+      } else {
+        follow(after, n);
+        group_comm_preds[o.comm] = after;
+        after = {static_cast<long>(i)};
+        comm_in_group[o.comm] = o.group >= 0;
+      }
     }
     if (o.kind == op_kind::record) last_record[o.event] = static_cast<long>(i);
     if (o.kind == op_kind::wait) {
