@@ -14,4 +14,10 @@ using qwen3_30b_a3b = ov::config<
     ov::distributed_optimizer<>, ov::overlap_moe_expert_parallel_comm<>,
     ov::delay_wgrad_compute<>, ov::te_version<2, 8, 0>, ov::gpu<ov::gpu_model::h100>>;
 
-int main() { show<qwen3_30b_a3b>("Qwen3-30B-A3B-like MoE, EP16"); }
+int main(int argc, char** argv) {
+  // 4 of the model's 48 layers keep the simulation small; sizes as the model's.
+  overlap::schedule::workload w{.layers = 4, .micro_batches = 4, .seq_length = 4096, .hidden = 2048,
+                                .ffn_hidden = 6144, .heads = 32, .vocab = 151936, .experts = 128,
+                                .top_k = 8, .moe_ffn_hidden = 768};
+  show<qwen3_30b_a3b>("Qwen3-30B-A3B-like MoE, EP16", w, "qwen3_30b_a3b", argc, argv);
+}

@@ -1,14 +1,34 @@
 #pragma once
-// Shared by the examples: prints a valid config's resolved settings, environment and notes.
+// Shared by the examples: prints a valid config's resolved settings, environment and notes, then
+// simulates each overlap family it enables on an H100 node, with and without overlap, prints the
+// predicted step time and exposed communication, and writes the overlapped timelines (Chrome
+// trace JSON and SVG) into the directory given as the first argument.
 
+#include <cstdio>
+#include <fstream>
 #include <iostream>
+#include <string>
 #include <string_view>
 
 #include <overlap/overlap.hpp>
 #include <overlap/settings/print.hpp>
+#include <overlap/sim/plan.hpp>
+#include <overlap/trace/chrome_trace.hpp>
+#include <overlap/trace/svg_timeline.hpp>
+
+inline const char* family_name(overlap::schedule::family f) {
+  switch (f) {
+    case overlap::schedule::family::tp: return "tp";
+    case overlap::schedule::family::dp: return "dp";
+    case overlap::schedule::family::pp: return "pp";
+    case overlap::schedule::family::ep: return "ep";
+    default: return "none";
+  }
+}
 
 template <class Cfg>
-void show(std::string_view title) {
+void show(std::string_view title, const overlap::schedule::workload& w, std::string_view name,
+          int argc, char** argv) {
   std::cout << "== " << title << " ==\n";
   overlap::write_resolved(std::cout, Cfg::resolved);
   std::cout << "-- environment --\n";
@@ -16,4 +36,25 @@ void show(std::string_view title) {
   std::cout << "-- notes --\n";
   if (Cfg::notes.empty()) std::cout << "(none)\n";
   for (const auto& note : Cfg::notes) std::cout << note << '\n';
+
+  const std::string dir = argc > 1 ? argv[1] : ".";
+  const overlap::sim::cost_model h100(overlap::sim::h100_node());
+  std::cout << "-- simulated on an H100 node, each family alone (" << w.layers << " layers, "
+            << w.micro_batches << " micro-batches) --\n";
+  std::printf("%-6s %14s %14s %16s %16s\n", "family", "baseline_us", "overlap_us",
+              "exposed_base_us", "exposed_over_us");
+  for (const auto& plan : overlap::sim::plan_families(Cfg::settings, w, h100)) {
+    const auto f = static_cast<std::size_t>(plan.family);
+    std::printf("%-6s %14.0f %14.0f %16.0f %16.0f%s\n", family_name(plan.family),
+                plan.baseline.step_time_us, plan.overlap.step_time_us,
+                plan.baseline.exposed_comm_us[f], plan.overlap.exposed_comm_us[f],
+                plan.overlap.deadlock || plan.baseline.deadlock ? "  HANG" : "");
+    if (!plan.note.empty()) std::cout << "       (" << plan.note << ")\n";
+    const std::string base = dir + "/" + std::string(name) + "_" + family_name(plan.family);
+    std::ofstream json(base + ".json");
+    overlap::trace::write_chrome_trace(json, plan.overlap_step, plan.overlap);
+    std::ofstream svg(base + ".svg");
+    overlap::trace::write_svg_timeline(svg, plan.overlap_step, plan.overlap);
+  }
+  std::cout << "timelines: " << dir << "/" << name << "_<family>.{json,svg}\n";
 }

@@ -75,7 +75,7 @@ TEST_CASE("docs/rules.md is the table's current documentation") {
 TEST_CASE("the README's quick start is examples/quick_start.cpp") {
   const std::string example = read(source_dir / "examples" / "quick_start.cpp");
   const auto begin = example.find("namespace ov = overlap;");
-  const auto end = example.find("int main()");
+  const auto end = example.find("int main(");
   REQUIRE(begin != std::string::npos);
   REQUIRE(end != std::string::npos);
   const std::string block = example.substr(begin, end - begin);

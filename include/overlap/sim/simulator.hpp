@@ -8,8 +8,9 @@
 /// whose dependencies are not met blocks every op behind it in that queue (with one connection,
 /// the head-of-line blocking TP ordering relies on). An op starts when it is at its queue's head,
 /// its stream predecessor, its communicator predecessor and the record it waits for are done, and
-/// SMs are free: compute takes every free SM (and runs slower with fewer), communication kernels
-/// take `machine::comm_sms` and hold them from launch; a collective or send/recv transfers only
+/// SMs are free: compute takes every free SM, communication kernels take `machine::comm_sms` from
+/// a running GEMM if need be (which then runs slower until it gets them back when the kernel
+/// ends) and hold them from launch; a collective or send/recv transfers only
 /// once every member of its rendezvous has launched. When nothing can move while ops remain, the
 /// step hangs: the result says so and gives the wait-for graph.
 
@@ -218,6 +219,20 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
       running.emplace(s.end, pi, i);  // the earlier entry is now stale and skipped
     }
   };
+  // Returns free SMs to the rank's running compute ops that were slowed, which speed up again.
+  const auto give_back_sms = [&](std::size_t pi, double t) {
+    detail::rank_state& rs = ranks[pi];
+    for (std::size_t i = 0; i < rs.ops.size() && rs.free_sms > 0; ++i) {
+      detail::op_state& s = rs.ops[i];
+      if (s.now != state::running || programs[pi].ops[i].kind != op_kind::compute || s.sms >= m.sms)
+        continue;
+      const int given = std::min(rs.free_sms, m.sms - s.sms);
+      s.end = t + (s.end - t) * s.sms / (s.sms + given);
+      s.sms += given;
+      rs.free_sms -= given;
+      running.emplace(s.end, pi, i);
+    }
+  };
 
   double t = 0;
   for (;;) {
@@ -299,9 +314,10 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
       const auto [end, pi, i] = running.top();
       running.pop();
       auto& s = ranks[pi].ops[i];
-      if (s.now != state::running || s.end != end) continue;  // stale: the op was slowed down
+      if (s.now != state::running || s.end != end) continue;  // stale: its SMs changed since
       s.now = state::done;
       ranks[pi].free_sms += s.sms;
+      if (programs[pi].ops[i].kind != op_kind::compute) give_back_sms(pi, t);
     }
   }
 

@@ -1,0 +1,93 @@
+#pragma once
+/// @file
+/// Planning without a GPU: for each overlap family a configuration enables, generate the family's
+/// step with the configuration's overlap settings and with them turned off (the baseline),
+/// simulate both, and report step time and exposed communication. The families are generated
+/// one at a time: a step that composes all of them is not built yet.
+
+#include <string>
+#include <vector>
+
+#include <overlap/rules/derive.hpp>
+#include <overlap/schedule/data_parallel.hpp>
+#include <overlap/schedule/expert_parallel.hpp>
+#include <overlap/schedule/pipeline_parallel.hpp>
+#include <overlap/schedule/tensor_parallel.hpp>
+#include <overlap/sim/simulator.hpp>
+
+namespace overlap::sim {
+
+struct family_plan {
+  schedule::family family = schedule::family::none;
+  std::string note;  ///< what the comparison leaves out, if anything
+  std::vector<schedule::program> baseline_step, overlap_step;
+  result baseline, overlap;
+};
+
+namespace detail {
+/// `s` with the overlap of `f` turned off.
+inline settings without_overlap(settings s, schedule::family f) {
+  switch (f) {
+    case schedule::family::tp:
+      s.tp_comm_overlap = false;
+      s.tp_comm_overlap_cfg.reset();
+      break;
+    case schedule::family::dp:
+      s.overlap_grad_reduce = false;
+      s.overlap_param_gather = false;
+      s.overlap_param_gather_with_optimizer_step = false;
+      s.align_param_gather = false;
+      break;
+    case schedule::family::ep:
+      s.overlap_moe_expert_parallel_comm = false;
+      s.delay_wgrad_compute = false;
+      break;
+    default:
+      break;
+  }
+  return s;
+}
+
+inline options options_of(const resolved_settings& r) {
+  return options{.cuda_device_max_connections = r.cuda_device_max_connections.value_or(8)};
+}
+}  // namespace detail
+
+/// The per-family comparison for settings `s` (valid: see `validate`) and workload `w`.
+inline std::vector<family_plan> plan_families(const settings& s, const schedule::workload& w,
+                                              const cost_model& cost) {
+  using schedule::family;
+  using generator = std::vector<schedule::program> (*)(const settings&, const resolved_settings&,
+                                                       const schedule::workload&);
+  struct candidate {
+    family f;
+    bool enabled;
+    generator generate;
+  };
+  const candidate candidates[] = {
+      {family::tp, s.tensor_model_parallel_size > 1, &schedule::tensor_parallel_step},
+      {family::dp, s.data_parallel_size > 1, &schedule::data_parallel_step},
+      {family::pp, s.pipeline_model_parallel_size > 1, &schedule::pipeline_parallel_step},
+      {family::ep, s.expert_model_parallel_size > 1 && w.experts > 0 && w.top_k > 0,
+       &schedule::expert_parallel_step},
+  };
+  std::vector<family_plan> out;
+  for (const candidate& c : candidates) {
+    if (!c.enabled) continue;
+    family_plan plan;
+    plan.family = c.f;
+    const resolved_settings r = derive(s);
+    const settings base_settings = detail::without_overlap(s, c.f);
+    const resolved_settings base = derive(base_settings);
+    if (c.f == family::pp && s.virtual_pipeline_model_parallel_size)
+      plan.note = "the interleaved (vpp) schedule is not generated yet: 1F1B without vpp shown";
+    plan.overlap_step = c.generate(s, r, w);
+    plan.baseline_step = c.generate(base_settings, base, w);
+    plan.overlap = simulate(plan.overlap_step, cost, detail::options_of(r));
+    plan.baseline = simulate(plan.baseline_step, cost, detail::options_of(base));
+    out.push_back(std::move(plan));
+  }
+  return out;
+}
+
+}  // namespace overlap::sim
