@@ -1,0 +1,33 @@
+// Simulator speed: simulated ops per second for growing layers x micro-batches x ranks (the DP
+// generator's steps). Prints {"records":[...]} on stdout.
+#include <chrono>
+#include <cstdio>
+
+#include <overlap/overlap.hpp>
+#include <overlap/schedule/data_parallel.hpp>
+#include <overlap/sim/simulator.hpp>
+
+namespace ov = overlap;
+namespace sc = overlap::schedule;
+
+int main() {
+  using cfg = ov::config<ov::dp<8>, ov::overlap_grad_reduce<>>;
+  const ov::sim::cost_model h100(ov::sim::h100_node());
+  std::printf("{\"records\":[");
+  bool first = true;
+  for (const int scale : {1, 2, 4, 8}) {
+    sc::workload w{.layers = 8 * scale, .micro_batches = 4 * scale};
+    const auto step = sc::data_parallel_step(cfg::settings, cfg::resolved, w);
+    std::size_t ops = 0;
+    for (const auto& p : step) ops += p.ops.size();
+    const auto start = std::chrono::steady_clock::now();
+    const auto r = ov::sim::simulate(step, h100);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::printf("%s{\"layers\":%d,\"micro_batches\":%d,\"ranks\":%zu,\"ops\":%zu,\"seconds\":%.6f,"
+                "\"ops_per_second\":%.0f,\"deadlock\":%s}",
+                first ? "" : ",", w.layers, w.micro_batches, step.size(), ops, seconds, ops / seconds,
+                r.deadlock ? "true" : "false");
+    first = false;
+  }
+  std::printf("]}\n");
+}
