@@ -63,6 +63,7 @@ struct rank_state {
   std::vector<op_state> ops;
   std::vector<std::vector<std::size_t>> queues;  ///< op indices per hardware queue, issue order
   std::vector<std::size_t> head;
+  std::vector<std::size_t> running_compute;  ///< compute ops now running, in start order
   std::size_t next_issue = 0;
   double host_time = 0;
   int free_sms = 0;
@@ -207,10 +208,10 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
   // Moves up to `count` SMs from the rank's running compute ops to its free pool.
   const auto take_sms = [&](std::size_t pi, int count, double t) {
     detail::rank_state& rs = ranks[pi];
-    for (std::size_t i = 0; i < rs.ops.size() && count > 0; ++i) {
+    for (const std::size_t i : rs.running_compute) {
+      if (count <= 0) break;
       detail::op_state& s = rs.ops[i];
-      if (s.now != state::running || programs[pi].ops[i].kind != op_kind::compute || s.sms < 2)
-        continue;
+      if (s.sms < 2) continue;
       const int taken = std::min(count, s.sms - 1);
       s.end = t + (s.end - t) * s.sms / (s.sms - taken);
       s.sms -= taken;
@@ -222,10 +223,10 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
   // Returns free SMs to the rank's running compute ops that were slowed, which speed up again.
   const auto give_back_sms = [&](std::size_t pi, double t) {
     detail::rank_state& rs = ranks[pi];
-    for (std::size_t i = 0; i < rs.ops.size() && rs.free_sms > 0; ++i) {
+    for (const std::size_t i : rs.running_compute) {
+      if (rs.free_sms <= 0) break;
       detail::op_state& s = rs.ops[i];
-      if (s.now != state::running || programs[pi].ops[i].kind != op_kind::compute || s.sms >= m.sms)
-        continue;
+      if (s.sms >= m.sms) continue;
       const int given = std::min(rs.free_sms, m.sms - s.sms);
       s.end = t + (s.end - t) * s.sms / (s.sms + given);
       s.sms += given;
@@ -282,6 +283,7 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
               s.start = t;
               s.end = t + cost.compute_us(o, s.sms);
               running.emplace(s.end, pi, i);
+              rs.running_compute.push_back(i);
             } else {
               // A communication kernel gets its SMs even under a running GEMM: the GEMM's later
               // waves run on fewer SMs, so it finishes later.
@@ -317,7 +319,10 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
       if (s.now != state::running || s.end != end) continue;  // stale: its SMs changed since
       s.now = state::done;
       ranks[pi].free_sms += s.sms;
-      if (programs[pi].ops[i].kind != op_kind::compute) give_back_sms(pi, t);
+      if (programs[pi].ops[i].kind == op_kind::compute)
+        std::erase(ranks[pi].running_compute, i);
+      else
+        give_back_sms(pi, t);
     }
   }
 
