@@ -35,14 +35,11 @@ template <class Cfg>
 void records(const char* workload_name, const sc::workload& w, bool& first) {
   const ov::sim::cost_model h100(ov::sim::h100_node());
   for (const auto& plan : ov::sim::plan_families(Cfg::settings, w, h100)) {
-    const char* family = plan.family == sc::family::tp   ? "tp"
-                         : plan.family == sc::family::dp ? "dp"
-                         : plan.family == sc::family::pp ? "pp"
-                                                         : "ep";
+    const std::string family(sc::to_string(plan.family));
     const double bound = lower_bound_us(plan.overlap_step, plan.overlap, h100);
     std::printf("%s{\"family\":\"%s\",\"workload\":\"%s\",\"baseline_us\":%.1f,\"overlap_us\":%.1f,"
                 "\"lower_bound_us\":%.1f,\"overlap_over_bound\":%.3f}",
-                first ? "" : ",", family, workload_name, plan.baseline.step_time_us,
+                first ? "" : ",", family.c_str(), workload_name, plan.baseline.step_time_us,
                 plan.overlap.step_time_us, bound, plan.overlap.step_time_us / bound);
     first = false;
   }

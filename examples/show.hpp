@@ -16,16 +16,6 @@
 #include <overlap/trace/chrome_trace.hpp>
 #include <overlap/trace/svg_timeline.hpp>
 
-inline const char* family_name(overlap::schedule::family f) {
-  switch (f) {
-    case overlap::schedule::family::tp: return "tp";
-    case overlap::schedule::family::dp: return "dp";
-    case overlap::schedule::family::pp: return "pp";
-    case overlap::schedule::family::ep: return "ep";
-    default: return "none";
-  }
-}
-
 template <class Cfg>
 void show(std::string_view title, const overlap::schedule::workload& w, std::string_view name,
           int argc, char** argv) {
@@ -45,12 +35,13 @@ void show(std::string_view title, const overlap::schedule::workload& w, std::str
               "exposed_base_us", "exposed_over_us");
   for (const auto& plan : overlap::sim::plan_families(Cfg::settings, w, h100)) {
     const auto f = static_cast<std::size_t>(plan.family);
-    std::printf("%-6s %14.0f %14.0f %16.0f %16.0f%s\n", family_name(plan.family),
+    const std::string family(overlap::schedule::to_string(plan.family));
+    std::printf("%-6s %14.0f %14.0f %16.0f %16.0f%s\n", family.c_str(),
                 plan.baseline.step_time_us, plan.overlap.step_time_us,
                 plan.baseline.exposed_comm_us[f], plan.overlap.exposed_comm_us[f],
                 plan.overlap.deadlock || plan.baseline.deadlock ? "  HANG" : "");
     if (!plan.note.empty()) std::cout << "       (" << plan.note << ")\n";
-    const std::string base = dir + "/" + std::string(name) + "_" + family_name(plan.family);
+    const std::string base = dir + "/" + std::string(name) + "_" + family;
     std::ofstream json(base + ".json");
     overlap::trace::write_chrome_trace(json, plan.overlap_step, plan.overlap);
     std::ofstream svg(base + ".svg");

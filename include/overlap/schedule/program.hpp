@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace overlap::schedule {
@@ -38,7 +39,16 @@ enum class op_kind : std::uint8_t {
 
 enum class collective : std::uint8_t { all_gather, reduce_scatter, all_reduce, all_to_all };
 
-inline std::string to_string(collective c) {
+/// The overlap family an op belongs to, for exposed-communication accounting.
+enum class family : std::uint8_t { none, tp, dp, pp, ep };
+
+/// Collectives, sends and receives: the ops that meet other ranks.
+constexpr bool is_communication(op_kind k) {
+  return k == op_kind::collective || k == op_kind::send || k == op_kind::recv;
+}
+
+// Names for reports, traces and tables.
+constexpr std::string_view to_string(collective c) {
   switch (c) {
     case collective::all_gather: return "all_gather";
     case collective::reduce_scatter: return "reduce_scatter";
@@ -47,9 +57,39 @@ inline std::string to_string(collective c) {
   }
   return "?";
 }
-
-/// The overlap family an op belongs to, for exposed-communication accounting.
-enum class family : std::uint8_t { none, tp, dp, pp, ep };
+constexpr std::string_view to_string(family f) {
+  switch (f) {
+    case family::none: return "none";
+    case family::tp: return "tp";
+    case family::dp: return "dp";
+    case family::pp: return "pp";
+    case family::ep: return "ep";
+  }
+  return "none";
+}
+constexpr std::string_view to_string(stream_role r) {
+  switch (r) {
+    case stream_role::compute: return "compute";
+    case stream_role::tp_comm: return "tp_comm";
+    case stream_role::dp_comm: return "dp_comm";
+    case stream_role::pp_send: return "pp_send";
+    case stream_role::pp_recv: return "pp_recv";
+    case stream_role::ep_comm: return "ep_comm";
+  }
+  return "stream";
+}
+constexpr std::string_view to_string(op_kind k) {
+  switch (k) {
+    case op_kind::compute: return "compute";
+    case op_kind::collective: return "collective";
+    case op_kind::send: return "send";
+    case op_kind::recv: return "recv";
+    case op_kind::record: return "record";
+    case op_kind::wait: return "wait";
+    case op_kind::host_sync: return "host_sync";
+  }
+  return "op";
+}
 
 /// One issued operation. Fields that an op kind does not use keep their defaults.
 struct op {

@@ -43,8 +43,7 @@ inline rendezvous_set match_rendezvous(const std::vector<program>& programs) {
     const program& p = programs[pi];
     for (std::size_t i = 0; i < p.ops.size(); ++i) {
       const op& o = p.ops[i];
-      if (o.kind != op_kind::collective && o.kind != op_kind::send && o.kind != op_kind::recv)
-        continue;
+      if (!is_communication(o.kind)) continue;
       const communicator& c = p.comms[o.comm];
       members.emplace(c.name, c.ranks);
       if (o.kind == op_kind::collective) collectives[c.name][p.rank].push_back({pi, i});
@@ -85,8 +84,8 @@ inline rendezvous_set match_rendezvous(const std::vector<program>& programs) {
           if (a.coll != b.coll || a.bytes != b.bytes)
             problem(r, static_cast<long>(cur.op),
                     "collective #" + std::to_string(k) + " on " + name + " is " +
-                        to_string(b.coll) + " of " + std::to_string(b.bytes) + " bytes here but " +
-                        to_string(a.coll) + " of " + std::to_string(a.bytes) + " bytes on rank " +
+                        std::string(to_string(b.coll)) + " of " + std::to_string(b.bytes) + " bytes here but " +
+                        std::string(to_string(a.coll)) + " of " + std::to_string(a.bytes) + " bytes on rank " +
                         std::to_string(rank_of(group.front())) + " (ranks issue " + name +
                         "'s collectives in different orders: hang)");
         }

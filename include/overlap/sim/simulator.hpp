@@ -39,10 +39,6 @@ namespace detail {
 
 inline constexpr double never = std::numeric_limits<double>::infinity();
 
-inline bool is_comm(schedule::op_kind k) {
-  return k == schedule::op_kind::collective || k == schedule::op_kind::send ||
-         k == schedule::op_kind::recv;
-}
 
 enum class state : unsigned char { pending, issued, launched, running, done };
 
@@ -145,7 +141,7 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
         s.stream_prev = last_stream[o.stream];
         s.stream_prev_first = s.stream_prev < 0 ? -1 : first[static_cast<std::size_t>(s.stream_prev)];
       }
-      if (detail::is_comm(o.kind)) {
+      if (schedule::is_communication(o.kind)) {
         if (!comm_in_group[o.comm]) {
           group_comm_prev[o.comm] = last_comm[o.comm];
           group_comm_prev_first[o.comm] =
@@ -156,7 +152,7 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
         s.comm_prev_first = group_comm_prev_first[o.comm];
       }
       last_stream[o.stream] = static_cast<long>(i);
-      if (detail::is_comm(o.kind)) last_comm[o.comm] = static_cast<long>(i);
+      if (schedule::is_communication(o.kind)) last_comm[o.comm] = static_cast<long>(i);
       if (o.kind == op_kind::record) last_record[o.event] = static_cast<long>(i);
       if (o.kind == op_kind::wait) rs.ops[i].record = last_record[o.event];
     }
@@ -357,7 +353,7 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
       out.intervals.push_back({p.rank, o.stream, static_cast<int>(i), s.start, s.end});
       out.step_time_us = std::max(out.step_time_us, s.end);
       if (o.kind == op_kind::compute) compute.emplace_back(s.start, s.end);
-      if (detail::is_comm(o.kind)) comm[static_cast<std::size_t>(o.family)].emplace_back(s.start, s.end);
+      if (schedule::is_communication(o.kind)) comm[static_cast<std::size_t>(o.family)].emplace_back(s.start, s.end);
     }
     out.compute_us = std::max(out.compute_us, detail::union_length(compute));
     for (std::size_t f = 0; f < comm.size(); ++f) {

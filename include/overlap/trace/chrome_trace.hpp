@@ -27,42 +27,6 @@ namespace overlap::trace {
 
 namespace detail {
 
-inline std::string_view role_name(schedule::stream_role r) {
-  switch (r) {
-    case schedule::stream_role::compute: return "compute";
-    case schedule::stream_role::tp_comm: return "tp_comm";
-    case schedule::stream_role::dp_comm: return "dp_comm";
-    case schedule::stream_role::pp_send: return "pp_send";
-    case schedule::stream_role::pp_recv: return "pp_recv";
-    case schedule::stream_role::ep_comm: return "ep_comm";
-  }
-  return "stream";
-}
-
-inline std::string_view kind_name(schedule::op_kind k) {
-  switch (k) {
-    case schedule::op_kind::compute: return "compute";
-    case schedule::op_kind::collective: return "collective";
-    case schedule::op_kind::send: return "send";
-    case schedule::op_kind::recv: return "recv";
-    case schedule::op_kind::record: return "record";
-    case schedule::op_kind::wait: return "wait";
-    case schedule::op_kind::host_sync: return "host_sync";
-  }
-  return "op";
-}
-
-inline std::string_view family_name(schedule::family f) {
-  switch (f) {
-    case schedule::family::none: return "none";
-    case schedule::family::tp: return "tp";
-    case schedule::family::dp: return "dp";
-    case schedule::family::pp: return "pp";
-    case schedule::family::ep: return "ep";
-  }
-  return "none";
-}
-
 /// What a trace groups an op under. Kernels are "compute" whatever family they serve, because
 /// viewers colour by category and a reader must tell compute from communication at a glance;
 /// everything else is its family ("none" for events and unattributed communication).
@@ -102,14 +66,14 @@ inline std::string op_label(const schedule::program& p, const schedule::op& o) {
   switch (o.kind) {
     case schedule::op_kind::record:
     case schedule::op_kind::wait:
-      return std::string(kind_name(o.kind)) + " e" + std::to_string(o.event);
+      return std::string(schedule::to_string(o.kind)) + " e" + std::to_string(o.event);
     case schedule::op_kind::collective: return std::string(schedule::to_string(o.coll)) + on;
     case schedule::op_kind::send:
-    case schedule::op_kind::recv: return std::string(kind_name(o.kind)) + on;
+    case schedule::op_kind::recv: return std::string(schedule::to_string(o.kind)) + on;
     case schedule::op_kind::compute:
     case schedule::op_kind::host_sync: break;
   }
-  return std::string(kind_name(o.kind));
+  return std::string(schedule::to_string(o.kind));
 }
 
 /// The name of each stream of `p`: its role, with the stream index added where several streams
@@ -119,7 +83,7 @@ inline std::vector<std::string> stream_names(const schedule::program& p) {
   for (const auto& s : p.streams) ++count[s.role];
   std::vector<std::string> names;
   for (std::size_t i = 0; i < p.streams.size(); ++i) {
-    std::string name(role_name(p.streams[i].role));
+    std::string name(schedule::to_string(p.streams[i].role));
     if (count[p.streams[i].role] > 1) name += " (stream " + std::to_string(i) + ")";
     names.push_back(std::move(name));
   }
@@ -249,8 +213,8 @@ inline void write_op_args(std::ostream& os, const located& at, const sim::interv
   m.number("op", iv.op);
   if (at.op) {
     const schedule::op& o = *at.op;
-    m.string("kind", kind_name(o.kind));
-    if (o.family != schedule::family::none) m.string("family", family_name(o.family));
+    m.string("kind", schedule::to_string(o.kind));
+    if (o.family != schedule::family::none) m.string("family", schedule::to_string(o.family));
     if (o.kind == schedule::op_kind::collective) m.string("collective", schedule::to_string(o.coll));
     if (const schedule::communicator* comm = comm_of(*at.program, o)) m.string("comm", comm->name);
     if (o.kind == schedule::op_kind::send || o.kind == schedule::op_kind::recv)
@@ -363,7 +327,7 @@ inline void write_chrome_trace(std::ostream& os, const std::vector<schedule::pro
   other.number("step_time_us", r.step_time_us);
   other.number("compute_us", r.compute_us);
   for (std::size_t f = 1; f < r.comm_us.size(); ++f) {
-    const std::string family(detail::family_name(static_cast<schedule::family>(f)));
+    const std::string family(schedule::to_string(static_cast<schedule::family>(f)));
     other.number("comm_us." + family, r.comm_us[f]);
     other.number("exposed_comm_us." + family, r.exposed_comm_us[f]);
   }

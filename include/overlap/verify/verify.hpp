@@ -47,9 +47,6 @@ namespace detail {
 
 using schedule::op_kind;
 
-inline bool is_comm(op_kind k) {
-  return k == op_kind::collective || k == op_kind::send || k == op_kind::recv;
-}
 
 /// The position of `rank` in `c`, or -1.
 inline int member_index(const schedule::communicator& c, int rank) {
@@ -112,7 +109,7 @@ inline void check_structure(const schedule::program& p, std::vector<finding>& ou
     const schedule::op& o = p.ops[i];
     if (o.kind != op_kind::host_sync && !in(o.stream, p.streams.size()))
       bad(i, "stream " + std::to_string(o.stream) + " does not exist");
-    if (is_comm(o.kind)) {
+    if (schedule::is_communication(o.kind)) {
       if (!in(o.comm, p.comms.size())) {
         bad(i, "communicator " + std::to_string(o.comm) + " does not exist");
         continue;
@@ -126,7 +123,7 @@ inline void check_structure(const schedule::program& p, std::vector<finding>& ou
     if ((o.kind == op_kind::record || o.kind == op_kind::wait) && !in(o.event, p.num_events))
       bad(i, "event " + std::to_string(o.event) + " does not exist");
     if (o.group >= 0) {
-      if (!is_comm(o.kind)) bad(i, "only communication ops can be grouped");
+      if (!schedule::is_communication(o.kind)) bad(i, "only communication ops can be grouped");
       const bool continues = i > 0 && p.ops[i - 1].group == o.group;
       if (continues && p.ops[i - 1].stream != o.stream)
         bad(i, "a group's ops must be on one stream");
@@ -176,7 +173,7 @@ inline void local_edges(const schedule::program& p, std::size_t pi, step_graph& 
       group_stream_preds[o.stream] = after_stream[o.stream];
       after_stream[o.stream] = {static_cast<long>(i)};
     }
-    if (is_comm(o.kind)) {
+    if (schedule::is_communication(o.kind)) {
       auto& after = after_comm[o.comm];
       if (comm_in_group[o.comm]) {
         follow(group_comm_preds[o.comm], n);
