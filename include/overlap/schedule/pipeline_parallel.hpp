@@ -1,17 +1,31 @@
 #pragma once
 /// @file
-/// The PP family's generator: one step of a pipeline of `pp` stages running the non-interleaved
-/// 1F1B schedule (no TP/DP/EP composition yet; the interleaved schedule of vpp is not built yet).
+/// The PP family's generator: one step of a pipeline of `pp` stages, each holding `vpp` model
+/// chunks (1 without vpp), in upstream's order:
+/// - non-interleaved 1F1B: stage s runs min(pp - s - 1, m) warm-up forwards, then alternates one
+///   forward and one backward, then drains the remaining backwards;
+/// - interleaved 1F1B (vpp): virtual micro-batches ordered by the schedule table (groups of `pp`
+///   micro-batches per chunk), (pp - s - 1) * 2 + (vpp - 1) * pp warm-up forwards, then steady
+///   1F1B, then the cool-down backwards. Chunk c of stage s holds layers (c * pp + s) * L / (pp *
+///   vpp) onwards; the last stage's chunk c feeds the first stage's chunk c + 1.
 ///
-/// Stage s runs min(pp - s - 1, m) warm-up forwards, then alternates one forward and one backward,
-/// then drains the remaining backwards. The sends that follow a compute step and the receives the
-/// next compute step needs form one NCCL group (upstream's batched p2p), which is what keeps
-/// neighbouring stages from waiting on each other in a cycle; the compute stream waits for the
-/// group at once (batch_p2p_comm), so pipeline communication is exposed in this schedule.
+/// Communication, as `cfg::resolved` says:
+/// - batch_p2p_comm: the sends that follow a compute step and the receives the next step needs
+///   form one NCCL group on one communicator per neighbouring pair, and the compute stream waits
+///   for the whole group at once, so pipeline communication is exposed. A step is one action,
+///   except in the steady state of the interleaved schedule, where it is a forward and backward
+///   pair (upstream's send_forward_backward_recv_forward_backward; one group per action there
+///   can deadlock, which the verifier shows);
+/// - overlap_p2p_comm: each direction of each link has its own communicator and sends and
+///   receives their own streams; the receive an action needs is posted as soon as the previous
+///   action of its kind has finished (send_forward_recv_forward), so it runs under the compute in
+///   between, and the compute stream waits for it only right before the action.
 
 #include <algorithm>
 #include <cstdint>
+#include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <overlap/schedule/program.hpp>
@@ -35,66 +49,218 @@ inline std::vector<int> one_f_one_b(int stage, int stages, int micro_batches) {
   return order;
 }
 
-inline std::vector<program> pipeline_parallel_step(const settings& s, const resolved_settings&,
+/// The forward or backward of one micro-batch through one model chunk of a stage.
+struct pp_action {
+  bool forward = true;
+  int micro_batch = 0;
+  int chunk = 0;
+  friend bool operator==(const pp_action&, const pp_action&) = default;
+};
+
+/// One stage's order with `chunks` model chunks per stage (1: non-interleaved 1F1B). Throws
+/// std::invalid_argument where upstream refuses the interleaved schedule (micro-batches not a
+/// multiple of the stages).
+inline std::vector<pp_action> pipeline_order(int stage, int stages, int chunks, int micro_batches) {
+  std::vector<pp_action> order;
+  if (chunks <= 1) {
+    for (const int a : one_f_one_b(stage, stages, micro_batches))
+      order.push_back(a >= 0 ? pp_action{true, a, 0} : pp_action{false, -a - 1, 0});
+    return order;
+  }
+  if (micro_batches % stages != 0)
+    throw std::invalid_argument("interleaved 1F1B needs micro-batches (" +
+                                std::to_string(micro_batches) + ") to be a multiple of pp (" +
+                                std::to_string(stages) + "): upstream's dependency bubbles");
+  std::vector<pp_action> table;  // virtual micro-batch k -> (micro-batch, chunk) of its forward
+  for (int first = 0; first < micro_batches; first += stages)
+    for (int c = 0; c < chunks; ++c)
+      for (int mb = first; mb < first + stages; ++mb) table.push_back({true, mb, c});
+  const int total = static_cast<int>(table.size());
+  const int warmup = std::min(total, (stages - stage - 1) * 2 + (chunks - 1) * stages);
+  const auto backward = [&](int k) {
+    return pp_action{false, table[k].micro_batch, chunks - 1 - table[k].chunk};
+  };
+  for (int k = 0; k < warmup; ++k) order.push_back(table[k]);
+  for (int k = 0; k + warmup < total; ++k) {
+    order.push_back(table[k + warmup]);
+    order.push_back(backward(k));
+  }
+  for (int k = total - warmup; k < total; ++k) order.push_back(backward(k));
+  return order;
+}
+
+namespace detail {
+
+/// The pipeline communication of one stage's program: call `before(i)` ahead of action i's
+/// compute, `after(i)` behind it, and `finish()` at the end of the step.
+class pp_stage {
+ public:
+  pp_stage(program& p, int compute_stream, int stage, int stages, int chunks, int micro_batches,
+           std::int64_t activation_bytes, bool overlap)
+      : p_(p), compute_(compute_stream), stage_(stage), stages_(stages), chunks_(chunks),
+        bytes_(activation_bytes), overlap_(overlap),
+        order_(pipeline_order(stage, stages, chunks, micro_batches)),
+        posted_(order_.size(), -1), step_start_(order_.size(), true),
+        first_stream_(static_cast<int>(p.streams.size())) {
+    // Interleaved steady state: a forward directly followed by a backward is one step.
+    if (chunks > 1)
+      for (std::size_t i = 1; i < order_.size(); ++i)
+        if (!order_[i].forward && order_[i - 1].forward) step_start_[i] = false;
+    // Batched: one stream for the groups. Overlapped: a stream per direction and kind, as NCCL
+    // gives each communicator its own, so a receive still waiting on one neighbour does not
+    // hold up the other direction.
+    const int streams = overlap_ ? 4 : 1;
+    for (int k = 0; k < streams; ++k)
+      p_.streams.push_back({k < 2 ? stream_role::pp_send : stream_role::pp_recv, -1});
+  }
+
+  const std::vector<pp_action>& order() const { return order_; }
+
+  /// Layers [first, first + count) of the model that action `a` runs.
+  std::pair<int, int> layers(const pp_action& a, int model_layers) const {
+    const int per_chunk = model_layers / (stages_ * chunks_);
+    return {(a.chunk * stages_ + stage_) * per_chunk, per_chunk};
+  }
+
+  void before(std::size_t i) {
+    if (!overlap_) {
+      if (!step_start_[i]) return;
+      std::vector<op> recvs;
+      for (std::size_t j = i; j < order_.size() && (j == i || !step_start_[j]); ++j)
+        if (needs_input(order_[j])) recvs.push_back(transfer(op_kind::recv, order_[j]));
+      flush(std::move(recvs));
+      return;
+    }
+    if (needs_input(order_[i]) && posted_[i] < 0) post_recv(i);
+    if (posted_[i] >= 0) wait(compute_, posted_[i]);
+  }
+
+  void after(std::size_t i) {
+    const pp_action& a = order_[i];
+    if (has_output(a)) {
+      cross(compute_, stream_of(op_kind::send, a.forward));
+      op o = transfer(op_kind::send, a);
+      if (overlap_) push(std::move(o));
+      else pending_.push_back(std::move(o));
+    }
+    if (!overlap_) return;
+    for (std::size_t j = i + 1; j < order_.size(); ++j)
+      if (order_[j].forward == a.forward) {
+        if (needs_input(order_[j]) && posted_[j] < 0) post_recv(j);
+        break;
+      }
+  }
+
+  void finish() {
+    if (!overlap_) flush({});
+    else  // the step ends when the last sends have left
+      for (const bool forward : {true, false}) cross(stream_of(op_kind::send, forward), compute_);
+  }
+
+ private:
+  bool first_chunk(const pp_action& a) const { return stage_ == 0 && a.chunk == 0; }
+  bool last_chunk(const pp_action& a) const { return stage_ + 1 == stages_ && a.chunk + 1 == chunks_; }
+  bool needs_input(const pp_action& a) const { return a.forward ? !first_chunk(a) : !last_chunk(a); }
+  bool has_output(const pp_action& a) const { return a.forward ? !last_chunk(a) : !first_chunk(a); }
+
+  /// The recv of action `a`'s input or the send of its output.
+  op transfer(op_kind kind, const pp_action& a) {
+    // Link l joins stage l to stage l + 1 (mod pp): an action's output goes down its own link
+    // going forward and up the previous one going backward; its input comes the other way.
+    const int link = a.forward == (kind == op_kind::send) ? stage_ : prev();
+    const int peer_stage = link == stage_ ? next() : prev();
+    std::string name = "pp" + std::to_string(link);
+    if (overlap_) name += a.forward ? "_fwd" : "_bwd";
+    const int comm = comm_index(name, link);
+    const int peer = p_.comms[comm].ranks[0] == peer_stage ? 0 : 1;
+    std::string label = std::string(kind == op_kind::send ? "send_" : "recv_") +
+                        (a.forward ? "activation" : "grad") + "_mb" + std::to_string(a.micro_batch) +
+                        "_c" + std::to_string(a.chunk);
+    return op{.kind = kind, .stream = stream_of(kind, a.forward),
+              .name = std::move(label), .comm = comm, .peer = peer, .bytes = bytes_,
+              .family = family::pp};
+  }
+  /// The first stream this class added is the batched one, or the forward send stream followed
+  /// by the backward send, forward recv and backward recv streams.
+  int stream_of(op_kind kind, bool forward) const {
+    if (!overlap_) return first_stream_;
+    return first_stream_ + (kind == op_kind::send ? 0 : 2) + (forward ? 0 : 1);
+  }
+  int next() const { return (stage_ + 1) % stages_; }
+  int prev() const { return (stage_ + stages_ - 1) % stages_; }
+  int comm_index(const std::string& name, int link) {
+    for (std::size_t c = 0; c < p_.comms.size(); ++c)
+      if (p_.comms[c].name == name) return static_cast<int>(c);
+    p_.comms.push_back({name, {link, (link + 1) % stages_}});
+    return static_cast<int>(p_.comms.size()) - 1;
+  }
+
+  void post_recv(std::size_t i) {
+    push(transfer(op_kind::recv, order_[i]));
+    posted_[i] = record(stream_of(op_kind::recv, order_[i].forward));
+  }
+  /// Batched mode: the pending sends and `recvs` as one group; the compute stream waits for it.
+  void flush(std::vector<op> recvs) {
+    for (op& o : recvs) pending_.push_back(std::move(o));
+    if (pending_.empty()) return;
+    for (op& o : pending_) {
+      o.group = group_;
+      push(std::move(o));
+    }
+    ++group_;
+    pending_.clear();
+    cross(first_stream_, compute_);
+  }
+  void push(op o) { p_.ops.push_back(std::move(o)); }
+  int record(int stream) {
+    const int e = p_.num_events++;
+    push({.kind = op_kind::record, .stream = stream, .event = e});
+    return e;
+  }
+  void wait(int stream, int event) { push({.kind = op_kind::wait, .stream = stream, .event = event}); }
+  void cross(int from, int to) { wait(to, record(from)); }
+
+  program& p_;
+  int compute_, stage_, stages_, chunks_;
+  std::int64_t bytes_;
+  bool overlap_;
+  std::vector<pp_action> order_;
+  std::vector<int> posted_;  ///< per action: the event of its posted receive, or -1
+  std::vector<bool> step_start_;  ///< batched mode: whether action i starts a step
+  std::vector<op> pending_;  ///< batched mode: sends waiting for the next group
+  int first_stream_ = 0, group_ = 0;
+};
+
+}  // namespace detail
+
+inline std::vector<program> pipeline_parallel_step(const settings& s, const resolved_settings& r,
                                                    const workload& w) {
   const int stages = s.pipeline_model_parallel_size;
-  const int layers = w.layers / stages;
+  const int chunks = s.virtual_pipeline_model_parallel_size.value_or(1);
+  if (w.layers % (stages * chunks) != 0)
+    throw std::invalid_argument("the pipeline needs layers (" + std::to_string(w.layers) +
+                                ") to be a multiple of pp x vpp (" +
+                                std::to_string(stages * chunks) + ")");
   const std::int64_t activation = w.tokens() * w.hidden * w.element_bytes();
   std::vector<program> step;
   for (int stage = 0; stage < stages; ++stage) {
     program p;
     p.rank = stage;
-    p.streams = {{stream_role::compute, 0}, {stream_role::pp_send, -1}};
-    const int compute = 0, p2p = 1;
-    // One communicator per neighbouring pair, named by its lower stage.
-    const auto pair_name = [](int lower) { return "pp" + std::to_string(lower); };
-    if (stage > 0) p.comms.push_back({pair_name(stage - 1), {stage - 1, stage}});
-    if (stage + 1 < stages) p.comms.push_back({pair_name(stage), {stage, stage + 1}});
-    const int prev_comm = 0, next_comm = stage > 0 ? 1 : 0;
-    int group = 0;
-    std::vector<op> pending;  // the sends of the last compute step, grouped with the next receives
-    const auto flush = [&](std::vector<op> recvs) {
-      for (op& o : recvs) pending.push_back(std::move(o));
-      if (pending.empty()) return;
-      for (op& o : pending) {
-        o.group = group;
-        p.ops.push_back(std::move(o));
-      }
-      ++group;
-      pending.clear();
-      const int e = p.num_events++;
-      p.ops.push_back(op{.kind = op_kind::record, .stream = p2p, .event = e});
-      p.ops.push_back(op{.kind = op_kind::wait, .stream = compute, .event = e});
-    };
-    const auto message = [&](op_kind kind, int comm, int peer_stage, std::string name) {
-      return op{.kind = kind, .stream = p2p, .name = std::move(name), .comm = comm,
-                .peer = peer_stage < stage ? 0 : 1, .bytes = activation, .family = family::pp};
-    };
-    for (const int action : one_f_one_b(stage, stages, w.micro_batches)) {
-      const bool forward = action >= 0;
-      const int mb = forward ? action : -action - 1;
-      const std::string tag = "_mb" + std::to_string(mb);
-      std::vector<op> recvs;
-      if (forward && stage > 0)
-        recvs.push_back(message(op_kind::recv, prev_comm, stage - 1, "recv_activation" + tag));
-      if (!forward && stage + 1 < stages)
-        recvs.push_back(message(op_kind::recv, next_comm, stage + 1, "recv_grad" + tag));
-      flush(std::move(recvs));
-      const double flops = (forward ? 1 : 2) * w.layer_forward_flops() * layers;
-      p.ops.push_back(op{.kind = op_kind::compute, .stream = compute,
-                         .name = (forward ? "fwd" : "bwd") + tag, .flops = flops});
-      if (forward && stage + 1 < stages) {
-        p.ops.push_back(op{.kind = op_kind::record, .stream = compute, .event = p.num_events});
-        p.ops.push_back(op{.kind = op_kind::wait, .stream = p2p, .event = p.num_events++});
-        pending.push_back(message(op_kind::send, next_comm, stage + 1, "send_activation" + tag));
-      }
-      if (!forward && stage > 0) {
-        p.ops.push_back(op{.kind = op_kind::record, .stream = compute, .event = p.num_events});
-        p.ops.push_back(op{.kind = op_kind::wait, .stream = p2p, .event = p.num_events++});
-        pending.push_back(message(op_kind::send, prev_comm, stage - 1, "send_grad" + tag));
-      }
+    p.streams = {{stream_role::compute, 0}};
+    detail::pp_stage pipe(p, 0, stage, stages, chunks, w.micro_batches, activation,
+                          r.overlap_p2p_comm);
+    for (std::size_t i = 0; i < pipe.order().size(); ++i) {
+      const pp_action& a = pipe.order()[i];
+      pipe.before(i);
+      const double flops = (a.forward ? 1 : 2) * w.layer_forward_flops() *
+                           pipe.layers(a, w.layers).second;
+      p.ops.push_back(op{.kind = op_kind::compute, .stream = 0,
+                         .name = std::string(a.forward ? "fwd" : "bwd") + "_mb" +
+                                 std::to_string(a.micro_batch) + "_c" + std::to_string(a.chunk),
+                         .flops = flops});
+      pipe.after(i);
     }
-    flush({});
+    pipe.finish();
     step.push_back(std::move(p));
   }
   return step;

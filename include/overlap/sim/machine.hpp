@@ -19,12 +19,15 @@ struct machine {
   double network_bytes_per_us = 0;  ///< per GPU, per direction, across nodes
   double network_latency_us = 0;
   double launch_us = 0;             ///< host cost to issue one op (kernel launch, NCCL call)
-  int comm_sms = 0;                 ///< SMs a communication kernel occupies
+  int comm_sms = 0;                 ///< SMs a collective kernel occupies
+  int p2p_sms = 0;                  ///< SMs a send or recv kernel occupies
 };
 
 /// An 8-GPU H100 SXM node: 989 TFLOP/s dense bf16, 132 SMs, 3.35 TB/s HBM3, NVLink 4 at 450 GB/s
 /// per direction, one 400 Gb/s NIC (50 GB/s) per GPU. Latencies and launch cost are typical NCCL
-/// and CUDA launch figures, not measurements of ours.
+/// and CUDA launch figures, and the SMs of communication kernels typical channel counts (NCCL runs
+/// one block per channel: many for collectives, a few per peer for send/recv), not measurements of
+/// ours.
 inline machine h100_node() {
   return machine{.name = "h100",
                  .sms = 132,
@@ -36,7 +39,8 @@ inline machine h100_node() {
                  .network_bytes_per_us = 50e3,
                  .network_latency_us = 8,
                  .launch_us = 4,
-                 .comm_sms = 16};
+                 .comm_sms = 16,
+                 .p2p_sms = 2};
 }
 
 /// An 8-GPU H200 node: the H100's compute and links with 4.8 TB/s HBM3e.

@@ -79,8 +79,6 @@ inline std::vector<family_plan> plan_families(const settings& s, const schedule:
     const resolved_settings r = derive(s);
     const settings base_settings = detail::without_overlap(s, c.f);
     const resolved_settings base = derive(base_settings);
-    if (c.f == family::pp && s.virtual_pipeline_model_parallel_size)
-      plan.note = "the interleaved (vpp) schedule is not generated yet: 1F1B without vpp shown";
     plan.overlap_step = c.generate(s, r, w);
     plan.baseline_step = c.generate(base_settings, base, w);
     plan.overlap = simulate(plan.overlap_step, cost, detail::options_of(r));

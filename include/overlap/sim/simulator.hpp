@@ -283,7 +283,7 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
             } else {
               // A communication kernel gets its SMs even under a running GEMM: the GEMM's later
               // waves run on fewer SMs, so it finishes later.
-              const int want = std::max(1, m.comm_sms);
+              const int want = std::max(1, o.kind == op_kind::collective ? m.comm_sms : m.p2p_sms);
               if (rs.free_sms < want) take_sms(pi, want - rs.free_sms, t);
               if (rs.free_sms < 1) break;
               s.sms = std::min(rs.free_sms, want);
