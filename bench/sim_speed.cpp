@@ -4,7 +4,7 @@
 #include <cstdio>
 
 #include <overlap/overlap.hpp>
-#include <overlap/schedule/data_parallel.hpp>
+#include <overlap/schedule/step.hpp>
 #include <overlap/sim/simulator.hpp>
 
 namespace ov = overlap;

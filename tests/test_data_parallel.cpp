@@ -5,7 +5,7 @@
 #include <string>
 
 #include <overlap/overlap.hpp>
-#include <overlap/schedule/data_parallel.hpp>
+#include <overlap/schedule/step.hpp>
 #include <overlap/sim/simulator.hpp>
 #include <overlap/verify/verify.hpp>
 
@@ -30,7 +30,7 @@ std::string findings(const std::vector<sc::program>& step) {
 TEST_CASE("buckets are formed in reverse layer order") {
   sc::workload w;  // 243 M parameters per layer
   using cfg = ov::config<ov::dp<8>, ov::overlap_grad_reduce<>, ov::bucket_size<500'000'000>>;
-  const auto buckets = sc::gradient_buckets(cfg::resolved, w);
+  const auto buckets = sc::gradient_buckets(cfg::resolved, w.layers, w.layer_parameters());
   REQUIRE(buckets.size() == 3);
   CHECK(buckets[0] == std::vector<int>{7, 6, 5});  // a bucket closes once it holds >= 500 M
   CHECK(buckets[1] == std::vector<int>{4, 3, 2});
@@ -52,7 +52,7 @@ TEST_CASE("with DP overlap and a compute-bound backward only the last bucket's r
   const auto o = ov::sim::simulate(o_step, h100);
   const auto s = ov::sim::simulate(s_step, h100);
   REQUIRE_FALSE(o.deadlock);
-  const auto buckets = sc::gradient_buckets(overlapped::resolved, w);
+  const auto buckets = sc::gradient_buckets(overlapped::resolved, w.layers, w.layer_parameters());
   REQUIRE(buckets.size() == 8);  // one layer (243 M parameters) per bucket
   const double one_bucket = o.comm_us[dp_family] / 8;
   MESSAGE("dp comm " << o.comm_us[dp_family] << " us, exposed " << o.exposed_comm_us[dp_family]

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include <overlap/overlap.hpp>
-#include <overlap/schedule/expert_parallel.hpp>
+#include <overlap/schedule/step.hpp>
 #include <overlap/sim/simulator.hpp>
 #include <overlap/verify/verify.hpp>
 

@@ -8,7 +8,7 @@
 #include <string>
 
 #include <overlap/overlap.hpp>
-#include <overlap/schedule/data_parallel.hpp>
+#include <overlap/schedule/step.hpp>
 #include <overlap/sim/measured_cost.hpp>
 #include <overlap/sim/simulator.hpp>
 

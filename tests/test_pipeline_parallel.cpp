@@ -6,7 +6,7 @@
 #include <vector>
 
 #include <overlap/overlap.hpp>
-#include <overlap/schedule/pipeline_parallel.hpp>
+#include <overlap/schedule/step.hpp>
 #include <overlap/sim/simulator.hpp>
 #include <overlap/verify/verify.hpp>
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include <overlap/overlap.hpp>
-#include <overlap/schedule/tensor_parallel.hpp>
+#include <overlap/schedule/step.hpp>
 #include <overlap/sim/simulator.hpp>
 #include <overlap/verify/verify.hpp>
 
@@ -34,9 +34,12 @@ ov::sim::result one_gemm(Build build) {
   sc::workload w;
   std::vector<sc::program> step;
   for (int rank = 0; rank < 4; ++rank) {
-    sc::detail::tp_builder b(rank, 4, w);
+    sc::program p;
+    p.rank = rank;
+    sc::detail::emitter e(p);
+    sc::detail::tp_builder b(e, e.add_stream(sc::stream_role::compute, 0), "tp", {0, 1, 2, 3}, rank, w);
     build(b);
-    step.push_back(b.take());
+    step.push_back(std::move(p));
   }
   INFO(findings(step));
   CHECK(ov::verify::verify(step).empty());

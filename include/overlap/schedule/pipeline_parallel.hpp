@@ -1,7 +1,7 @@
 #pragma once
 /// @file
-/// The PP family's generator: one step of a pipeline of `pp` stages, each holding `vpp` model
-/// chunks (1 without vpp), in upstream's order:
+/// The PP family's builder: the order and the communication of one stage of a pipeline of `pp`
+/// stages, each holding `vpp` model chunks (1 without vpp), in upstream's order:
 /// - non-interleaved 1F1B: stage s runs min(pp - s - 1, m) warm-up forwards, then alternates one
 ///   forward and one backward, then drains the remaining backwards;
 /// - interleaved 1F1B (vpp): virtual micro-batches ordered by the schedule table (groups of `pp`
@@ -28,6 +28,7 @@
 #include <utility>
 #include <vector>
 
+#include <overlap/schedule/emitter.hpp>
 #include <overlap/schedule/program.hpp>
 #include <overlap/schedule/workload.hpp>
 #include <overlap/settings/resolved.hpp>
@@ -57,13 +58,15 @@ struct pp_action {
   friend bool operator==(const pp_action&, const pp_action&) = default;
 };
 
-/// One stage's order with `chunks` model chunks per stage (1: non-interleaved 1F1B). Throws
-/// std::invalid_argument where upstream refuses the interleaved schedule (micro-batches not a
-/// multiple of the stages).
-inline std::vector<pp_action> pipeline_order(int stage, int stages, int chunks, int micro_batches) {
+/// One stage's order with `chunks` model chunks per stage (1: non-interleaved 1F1B) and
+/// `extra_warmup` more warm-up forwards (1 with EP overlap, whose steady state pairs the forward
+/// of one micro-batch with the backward of the previous one). Throws std::invalid_argument where
+/// upstream refuses the interleaved schedule (micro-batches not a multiple of the stages).
+inline std::vector<pp_action> pipeline_order(int stage, int stages, int chunks, int micro_batches,
+                                             int extra_warmup = 0) {
   std::vector<pp_action> order;
   if (chunks <= 1) {
-    for (const int a : one_f_one_b(stage, stages, micro_batches))
+    for (const int a : one_f_one_b(stage - extra_warmup, stages, micro_batches))
       order.push_back(a >= 0 ? pp_action{true, a, 0} : pp_action{false, -a - 1, 0});
     return order;
   }
@@ -76,7 +79,8 @@ inline std::vector<pp_action> pipeline_order(int stage, int stages, int chunks, 
     for (int c = 0; c < chunks; ++c)
       for (int mb = first; mb < first + stages; ++mb) table.push_back({true, mb, c});
   const int total = static_cast<int>(table.size());
-  const int warmup = std::min(total, (stages - stage - 1) * 2 + (chunks - 1) * stages);
+  const int warmup =
+      std::min(total, (stages - stage - 1) * 2 + (chunks - 1) * stages + extra_warmup);
   const auto backward = [&](int k) {
     return pp_action{false, table[k].micro_batch, chunks - 1 - table[k].chunk};
   };
@@ -92,18 +96,24 @@ inline std::vector<pp_action> pipeline_order(int stage, int stages, int chunks, 
 namespace detail {
 
 /// The pipeline communication of one stage's program: call `before(i)` ahead of action i's
-/// compute, `after(i)` behind it, and `finish()` at the end of the step.
+/// compute, `after(i)` behind it, and `finish()` at the end of the step. `stage_ranks` holds the
+/// global rank of every stage of this pipeline; `suffix` tells this pipeline's communicators
+/// from those of the other pipelines of the layout.
 class pp_stage {
  public:
-  pp_stage(program& p, int compute_stream, int stage, int stages, int chunks, int micro_batches,
+  pp_stage(emitter& e, int compute_stream, int stage, std::vector<int> stage_ranks,
+           std::string suffix, int chunks, int micro_batches, int extra_warmup,
            std::int64_t activation_bytes, bool overlap)
-      : p_(p), compute_(compute_stream), stage_(stage), stages_(stages), chunks_(chunks),
-        bytes_(activation_bytes), overlap_(overlap),
-        order_(pipeline_order(stage, stages, chunks, micro_batches)),
+      : e_(e), compute_(compute_stream), stage_(stage),
+        stages_(static_cast<int>(stage_ranks.size())), chunks_(chunks),
+        ranks_(std::move(stage_ranks)), suffix_(std::move(suffix)), bytes_(activation_bytes),
+        overlap_(overlap),
+        order_(pipeline_order(stage, stages_, chunks, micro_batches, extra_warmup)),
         posted_(order_.size(), -1), step_start_(order_.size(), true),
-        first_stream_(static_cast<int>(p.streams.size())) {
-    // Interleaved steady state: a forward directly followed by a backward is one step.
-    if (chunks > 1)
+        first_stream_(static_cast<int>(e.target().streams.size())) {
+    // Interleaved (or EP-paired) steady state: a forward directly followed by a backward is one
+    // step.
+    if (chunks > 1 || extra_warmup > 0)
       for (std::size_t i = 1; i < order_.size(); ++i)
         if (!order_[i].forward && order_[i - 1].forward) step_start_[i] = false;
     // Batched: one stream for the groups. Overlapped: a stream per direction and kind, as NCCL
@@ -111,7 +121,7 @@ class pp_stage {
     // hold up the other direction.
     const int streams = overlap_ ? 4 : 1;
     for (int k = 0; k < streams; ++k)
-      p_.streams.push_back({k < 2 ? stream_role::pp_send : stream_role::pp_recv, -1});
+      e_.add_stream(k < 2 ? stream_role::pp_send : stream_role::pp_recv, -1);
   }
 
   const std::vector<pp_action>& order() const { return order_; }
@@ -171,8 +181,8 @@ class pp_stage {
     const int peer_stage = link == stage_ ? next() : prev();
     std::string name = "pp" + std::to_string(link);
     if (overlap_) name += a.forward ? "_fwd" : "_bwd";
-    const int comm = comm_index(name, link);
-    const int peer = p_.comms[comm].ranks[0] == peer_stage ? 0 : 1;
+    const int comm = e_.comm(name + suffix_, {ranks_[link], ranks_[(link + 1) % stages_]});
+    const int peer = e_.target().comms[comm].ranks[0] == ranks_[peer_stage] ? 0 : 1;
     std::string label = std::string(kind == op_kind::send ? "send_" : "recv_") +
                         (a.forward ? "activation" : "grad") + "_mb" + std::to_string(a.micro_batch) +
                         "_c" + std::to_string(a.chunk);
@@ -188,12 +198,6 @@ class pp_stage {
   }
   int next() const { return (stage_ + 1) % stages_; }
   int prev() const { return (stage_ + stages_ - 1) % stages_; }
-  int comm_index(const std::string& name, int link) {
-    for (std::size_t c = 0; c < p_.comms.size(); ++c)
-      if (p_.comms[c].name == name) return static_cast<int>(c);
-    p_.comms.push_back({name, {link, (link + 1) % stages_}});
-    return static_cast<int>(p_.comms.size()) - 1;
-  }
 
   void post_recv(std::size_t i) {
     push(transfer(op_kind::recv, order_[i]));
@@ -203,67 +207,32 @@ class pp_stage {
   void flush(std::vector<op> recvs) {
     for (op& o : recvs) pending_.push_back(std::move(o));
     if (pending_.empty()) return;
+    const int group = e_.new_group();
     for (op& o : pending_) {
-      o.group = group_;
+      o.group = group;
       push(std::move(o));
     }
-    ++group_;
     pending_.clear();
     cross(first_stream_, compute_);
   }
-  void push(op o) { p_.ops.push_back(std::move(o)); }
-  int record(int stream) {
-    const int e = p_.num_events++;
-    push({.kind = op_kind::record, .stream = stream, .event = e});
-    return e;
-  }
-  void wait(int stream, int event) { push({.kind = op_kind::wait, .stream = stream, .event = event}); }
-  void cross(int from, int to) { wait(to, record(from)); }
+  void push(op o) { e_.push(std::move(o)); }
+  int record(int stream) { return e_.record(stream); }
+  void wait(int stream, int event) { e_.wait(stream, event); }
+  void cross(int from, int to) { e_.cross(from, to); }
 
-  program& p_;
+  emitter& e_;
   int compute_, stage_, stages_, chunks_;
+  std::vector<int> ranks_;
+  std::string suffix_;
   std::int64_t bytes_;
   bool overlap_;
   std::vector<pp_action> order_;
   std::vector<int> posted_;  ///< per action: the event of its posted receive, or -1
   std::vector<bool> step_start_;  ///< batched mode: whether action i starts a step
   std::vector<op> pending_;  ///< batched mode: sends waiting for the next group
-  int first_stream_ = 0, group_ = 0;
+  int first_stream_ = 0;
 };
 
 }  // namespace detail
-
-inline std::vector<program> pipeline_parallel_step(const settings& s, const resolved_settings& r,
-                                                   const workload& w) {
-  const int stages = s.pipeline_model_parallel_size;
-  const int chunks = s.virtual_pipeline_model_parallel_size.value_or(1);
-  if (w.layers % (stages * chunks) != 0)
-    throw std::invalid_argument("the pipeline needs layers (" + std::to_string(w.layers) +
-                                ") to be a multiple of pp x vpp (" +
-                                std::to_string(stages * chunks) + ")");
-  const std::int64_t activation = w.tokens() * w.hidden * w.element_bytes();
-  std::vector<program> step;
-  for (int stage = 0; stage < stages; ++stage) {
-    program p;
-    p.rank = stage;
-    p.streams = {{stream_role::compute, 0}};
-    detail::pp_stage pipe(p, 0, stage, stages, chunks, w.micro_batches, activation,
-                          r.overlap_p2p_comm);
-    for (std::size_t i = 0; i < pipe.order().size(); ++i) {
-      const pp_action& a = pipe.order()[i];
-      pipe.before(i);
-      const double flops = (a.forward ? 1 : 2) * w.layer_forward_flops() *
-                           pipe.layers(a, w.layers).second;
-      p.ops.push_back(op{.kind = op_kind::compute, .stream = 0,
-                         .name = std::string(a.forward ? "fwd" : "bwd") + "_mb" +
-                                 std::to_string(a.micro_batch) + "_c" + std::to_string(a.chunk),
-                         .flops = flops});
-      pipe.after(i);
-    }
-    pipe.finish();
-    step.push_back(std::move(p));
-  }
-  return step;
-}
 
 }  // namespace overlap::schedule

@@ -1,7 +1,8 @@
 #pragma once
 /// @file
-/// The TP family's generator: one step of a tensor-parallel group with sequence parallelism (no
-/// PP/DP/EP composition yet). Each layer's GEMM slots use the method `cfg::resolved` gives them:
+/// The TP family's builder: the GEMM slots of a transformer layer on one rank of a
+/// tensor-parallel group with sequence parallelism. Each slot uses the method `cfg::resolved`
+/// gives it:
 /// - ring_exchange on an all-gather slot: the GEMM runs chunk by chunk, the local chunk first,
 ///   while the next chunk arrives from the previous rank (one send/recv group per ring step); on a
 ///   reduce-scatter slot: each partial chunk goes to its owner as soon as it is computed, and the
@@ -11,29 +12,30 @@
 /// - bulk (dgrad/wgrad slots): the collective runs on the tp stream next to the GEMM that does
 ///   not need it;
 /// - none (TP overlap off): all-gather, GEMM and reduce-scatter in sequence on the compute stream.
+/// The composed step (step.hpp) places these layers in the pipeline and data-parallel schedule.
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include <overlap/schedule/emitter.hpp>
 #include <overlap/schedule/program.hpp>
 #include <overlap/schedule/workload.hpp>
-#include <overlap/settings/resolved.hpp>
-#include <overlap/settings/settings.hpp>
+#include <overlap/settings/ub.hpp>
 
 namespace overlap::schedule {
 
 namespace detail {
 
-/// Builds one tp rank's program.
+/// Writes one tp rank's GEMM slots into a program: adds a tp stream and a ring stream next to
+/// `compute`, and uses communicator `comm_name` (members `ranks`, this rank at `tp_rank`).
 class tp_builder {
  public:
-  tp_builder(int rank, int tp, const workload& w) : tp_(tp), w_(w) {
-    p_.rank = rank;
-    p_.streams = {{stream_role::compute, 0}, {stream_role::tp_comm, -1}, {stream_role::tp_comm, -1}};
-    p_.comms.push_back({"tp", {}});
-    for (int i = 0; i < tp; ++i) p_.comms[0].ranks.push_back(i);
-  }
+  tp_builder(emitter& e, int compute_stream, const std::string& comm_name,
+             const std::vector<int>& ranks, int tp_rank, const workload& w)
+      : e_(e), tp_(static_cast<int>(ranks.size())), tp_rank_(tp_rank), w_(w),
+        compute(compute_stream), comm(e.add_stream(stream_role::tp_comm, -1)),
+        ring(e.add_stream(stream_role::tp_comm, -1)), comm_index_(e.comm(comm_name, ranks)) {}
 
   /// All-gather the sequence-parallel input, then a GEMM of `flops` (this rank's share).
   void all_gather_gemm(const ub::slot& slot, const std::string& name, double flops) {
@@ -116,83 +118,71 @@ class tp_builder {
     push({.kind = op_kind::compute, .stream = compute, .name = std::move(name), .flops = flops});
   }
 
-  program take() { return std::move(p_); }
+  /// The forward of one dense layer (`at` names it): attention, then the SwiGLU MLP.
+  void layer_forward(const ub::resolved_config& slots, const std::string& at) {
+    attention_forward(slots, at);
+    all_gather_gemm(slots.fc1_fprop, "fc1_fprop" + at, fc1());
+    gemm_reduce_scatter(slots.fc2_fprop, "fc2_fprop" + at, fc2());
+  }
+  void attention_forward(const ub::resolved_config& slots, const std::string& at) {
+    all_gather_gemm(slots.qkv_fprop, "qkv_fprop" + at, qkv());
+    gemm("attn_core" + at, core());
+    gemm_reduce_scatter(slots.proj_fprop, "proj_fprop" + at, proj());
+  }
+  /// The backward of one dense layer: the MLP, then attention.
+  void layer_backward(const ub::resolved_config& slots, const std::string& at) {
+    all_gather_gemm(slots.fc2_dgrad, "fc2_dgrad" + at, fc2());
+    gemm("fc2_wgrad" + at, fc2());
+    column_backward(slots.fc1_wgrad, slots.fc1_dgrad, "fc1" + at, fc1());
+    attention_backward(slots, at);
+  }
+  void attention_backward(const ub::resolved_config& slots, const std::string& at) {
+    all_gather_gemm(slots.proj_dgrad, "proj_dgrad" + at, proj());
+    gemm("proj_wgrad" + at, proj());
+    gemm("attn_core_bwd" + at, 2 * core());
+    column_backward(slots.qkv_wgrad, slots.qkv_dgrad, "qkv" + at, qkv());
+  }
+
+  // This rank's share of each GEMM's forward flops (SwiGLU: fc1 is h x 2 ffn).
+  double qkv() const { return 2 * tokens() * h() * 3 * h() / tp_; }
+  double proj() const { return 2 * tokens() * h() * h() / tp_; }
+  double fc1() const { return 2 * tokens() * h() * 2 * w_.ffn_hidden / tp_; }
+  double fc2() const { return 2 * tokens() * w_.ffn_hidden * h() / tp_; }
+  double core() const { return 2 * tokens() * w_.seq_length * h() / tp_; }
 
  private:
-  static constexpr int compute = 0, comm = 1, ring = 2;
+  double tokens() const { return static_cast<double>(w_.tokens()); }
+  double h() const { return w_.hidden; }
 
   /// The activations of the whole sequence: what an all-gather produces.
   std::int64_t gathered_bytes() const { return w_.tokens() * w_.hidden * w_.element_bytes(); }
 
-  void push(op o) { p_.ops.push_back(std::move(o)); }
-  int record(int stream) {
-    const int e = p_.num_events++;
-    push({.kind = op_kind::record, .stream = stream, .event = e});
-    return e;
-  }
-  void wait(int stream, int event) { push({.kind = op_kind::wait, .stream = stream, .event = event}); }
-  void cross(int from, int to) { wait(to, record(from)); }
+  void push(op o) { e_.push(std::move(o)); }
+  int record(int stream) { return e_.record(stream); }
+  void wait(int stream, int event) { e_.wait(stream, event); }
+  void cross(int from, int to) { e_.cross(from, to); }
   void collective_on(int stream, collective c, std::string name, std::int64_t bytes) {
     push({.kind = op_kind::collective, .stream = stream, .name = std::move(name), .coll = c,
-          .comm = 0, .seq = seq_++, .bytes = bytes, .family = family::tp});
+          .comm = comm_index_, .seq = seq_++, .bytes = bytes, .family = family::tp});
   }
   /// One ring step as an NCCL group: send a chunk `ahead` ranks forward, receive one from `behind`
   /// ranks back.
   void exchange(const std::string& name, int ahead, int behind) {
-    const int r = p_.rank, group = groups_++;
+    const int r = tp_rank_, group = e_.new_group();
     const std::int64_t chunk = gathered_bytes() / tp_;
-    push({.kind = op_kind::send, .stream = ring, .name = name + "_send", .comm = 0,
+    push({.kind = op_kind::send, .stream = ring, .name = name + "_send", .comm = comm_index_,
           .peer = (r + ahead) % tp_, .bytes = chunk, .family = family::tp, .group = group});
-    push({.kind = op_kind::recv, .stream = ring, .name = name + "_recv", .comm = 0,
+    push({.kind = op_kind::recv, .stream = ring, .name = name + "_recv", .comm = comm_index_,
           .peer = (r + tp_ - behind) % tp_, .bytes = chunk, .family = family::tp, .group = group});
   }
 
-  int tp_;
+  emitter& e_;
+  int tp_, tp_rank_;
   const workload& w_;
-  program p_;
+  const int compute, comm, ring, comm_index_;
   std::int64_t seq_ = 0;
-  int groups_ = 0;
 };
 
 }  // namespace detail
-
-/// One step (forward and backward of every micro-batch) of a tp group.
-inline std::vector<program> tensor_parallel_step(const settings& s, const resolved_settings& r,
-                                                 const workload& w) {
-  const int tp = s.tensor_model_parallel_size;
-  const ub::resolved_config& slots = r.tp_comm_overlap_cfg;
-  const double t = static_cast<double>(w.tokens());
-  const double h = w.hidden, f = w.ffn_hidden;
-  // This rank's share of each GEMM's forward flops (SwiGLU: fc1 is h x 2 ffn).
-  const double qkv = 2 * t * h * 3 * h / tp, proj = 2 * t * h * h / tp;
-  const double fc1 = 2 * t * h * 2 * f / tp, fc2 = 2 * t * f * h / tp;
-  const double core = 2 * t * w.seq_length * h / tp;
-  std::vector<program> step;
-  for (int rank = 0; rank < tp; ++rank) {
-    detail::tp_builder b(rank, tp, w);
-    for (int mb = 0; mb < w.micro_batches; ++mb) {
-      for (int layer = 0; layer < w.layers; ++layer) {
-        const std::string at = "_l" + std::to_string(layer) + "_mb" + std::to_string(mb);
-        b.all_gather_gemm(slots.qkv_fprop, "qkv_fprop" + at, qkv);
-        b.gemm("attn_core" + at, core);
-        b.gemm_reduce_scatter(slots.proj_fprop, "proj_fprop" + at, proj);
-        b.all_gather_gemm(slots.fc1_fprop, "fc1_fprop" + at, fc1);
-        b.gemm_reduce_scatter(slots.fc2_fprop, "fc2_fprop" + at, fc2);
-      }
-      for (int layer = w.layers - 1; layer >= 0; --layer) {
-        const std::string at = "_l" + std::to_string(layer) + "_mb" + std::to_string(mb);
-        b.all_gather_gemm(slots.fc2_dgrad, "fc2_dgrad" + at, fc2);
-        b.gemm("fc2_wgrad" + at, fc2);
-        b.column_backward(slots.fc1_wgrad, slots.fc1_dgrad, "fc1" + at, fc1);
-        b.all_gather_gemm(slots.proj_dgrad, "proj_dgrad" + at, proj);
-        b.gemm("proj_wgrad" + at, proj);
-        b.gemm("attn_core_bwd" + at, 2 * core);
-        b.column_backward(slots.qkv_wgrad, slots.qkv_dgrad, "qkv" + at, qkv);
-      }
-    }
-    step.push_back(b.take());
-  }
-  return step;
-}
 
 }  // namespace overlap::schedule

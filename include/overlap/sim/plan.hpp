@@ -9,10 +9,7 @@
 #include <vector>
 
 #include <overlap/rules/derive.hpp>
-#include <overlap/schedule/data_parallel.hpp>
-#include <overlap/schedule/expert_parallel.hpp>
-#include <overlap/schedule/pipeline_parallel.hpp>
-#include <overlap/schedule/tensor_parallel.hpp>
+#include <overlap/schedule/step.hpp>
 #include <overlap/sim/simulator.hpp>
 
 namespace overlap::sim {
