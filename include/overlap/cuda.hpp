@@ -1,0 +1,35 @@
+#pragma once
+/// @file
+/// The CUDA/NCCL executor: runs a rank's step program (`overlap::schedule::program`) on CUDA
+/// streams with the trainer's NCCL communicators, buffers and kernels; see `basic_executor` for
+/// the pre-flight, the dispatch, the watchdog and CUDA graphs. The only public header that
+/// includes CUDA or NCCL; link `overlap::cuda`.
+///
+/// ```
+/// overlap::cuda::executor::resources r;
+/// r.comms["dp"] = dp_comm;                                      // the trainer's ncclComm_t
+/// r.kernels["fwd_l0_mb0"] = [&](cudaStream_t s) { forward(0, 0, s); };
+/// r.buffers["grad_reduce_b0"] = {grads, bytes, grads, bytes, ncclBfloat16};
+/// overlap::cuda::executor step(program, std::move(r));          // pre-flight; throws on a gap
+/// step.run();
+/// step.wait();                                                  // watchdog: abort, never hang
+/// ```
+
+#include <overlap/cuda/cuda_api.hpp>
+#include <overlap/cuda/error.hpp>
+#include <overlap/cuda/executor.hpp>
+#include <overlap/cuda/resources.hpp>
+#include <overlap/cuda/watchdog.hpp>
+
+namespace overlap::cuda {
+
+/// The executor on the real CUDA runtime and NCCL.
+using executor = basic_executor<cuda_api>;
+/// A communication op's buffers for `executor`.
+using buffer = basic_buffer<cuda_api>;
+/// What the trainer supplies to `executor`.
+using resources = basic_resources<cuda_api>;
+/// The watchdog on the real CUDA runtime and NCCL.
+using watchdog = basic_watchdog<cuda_api>;
+
+}  // namespace overlap::cuda

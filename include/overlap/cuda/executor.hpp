@@ -1,0 +1,602 @@
+#pragma once
+/// @file
+/// `basic_executor<Api>`: runs one rank's step program on CUDA streams with the trainer's NCCL
+/// communicators, kernels and buffers. `<overlap/cuda.hpp>` names the real one `executor`; this
+/// header is host only, so the dispatch is built and tested without the toolkit.
+///
+/// The constructor is the pre-flight: it checks the program against what the trainer supplied
+/// (every communicator, kernel and buffer the ops name, communicator sizes and ranks, buffer
+/// sizes, event and group wiring) and throws one `preflight_error` listing every problem before
+/// anything is created or launched. It then compiles the program into a flat list of calls with
+/// every handle and count resolved, so `run()` is one loop over it:
+///
+/// - compute: the kernel on the op's stream, then the launch status (`cudaGetLastError`);
+/// - record / wait: `cudaEventRecord` / `cudaStreamWaitEvent` on the program's event (a wait
+///   follows the latest record issued before it, as the program model says);
+/// - ops of one group between `ncclGroupStart` and `ncclGroupEnd`; an all-to-all is its own group
+///   of n sends and n receives of bytes / n (inside the op's group when it has one);
+/// - host_sync: the watchdog's wait for every stream.
+///
+/// Every status is checked; a failure throws `call_error` with the op, the rank, the call and the
+/// error's name and string.
+
+#include <algorithm>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <set>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <overlap/cuda/api.hpp>
+#include <overlap/cuda/error.hpp>
+#include <overlap/cuda/resources.hpp>
+#include <overlap/cuda/watchdog.hpp>
+#include <overlap/schedule/program.hpp>
+
+namespace overlap::cuda {
+
+template <executor_api Api>
+class basic_executor {
+ public:
+  using api = Api;
+  using stream_t = typename Api::stream_t;
+  using event_t = typename Api::event_t;
+  using comm_t = typename Api::comm_t;
+  using dtype_t = typename Api::dtype_t;
+  using resources = basic_resources<Api>;
+  using buffer = basic_buffer<Api>;
+  using kernel = typename resources::kernel;
+
+  /// Pre-flight, then creates the streams the trainer did not lend and the program's events.
+  /// Throws `preflight_error` (nothing created) or `call_error`.
+  basic_executor(schedule::program program, resources supplied, watchdog_options options = {})
+      : program_(std::move(program)), resources_(std::move(supplied)),
+        watchdog_(program_.rank, {}, {}, options) {
+    preflight();
+    try {
+      create_streams_and_events();
+    } catch (...) {
+      release();
+      throw;
+    }
+    std::vector<typename basic_watchdog<Api>::watched_stream> watched_streams;
+    for (std::size_t i = 0; i < streams_.size(); ++i)
+      watched_streams.push_back({streams_[i], stream_label(static_cast<int>(i))});
+    std::vector<typename basic_watchdog<Api>::watched_comm> watched_comms;
+    for (const auto& [name, comm] : used_comms_) watched_comms.push_back({comm, name});
+    watchdog_ = basic_watchdog<Api>(program_.rank, std::move(watched_streams),
+                                    std::move(watched_comms), options);
+    compile();
+  }
+
+  basic_executor(const basic_executor&) = delete;
+  basic_executor& operator=(const basic_executor&) = delete;
+  ~basic_executor() { release(); }
+
+  /// Issues one step. Returns once it is issued (after the last host_sync, if the program has
+  /// any); `wait()` waits for it.
+  void run() {
+    watchdog_.require_alive(-1);
+    issue();
+  }
+
+  /// Waits for every stream under the watchdog (timeout from the options).
+  void wait() { watchdog_.wait_streams(watchdog_.options().timeout); }
+  /// Waits for every stream under the watchdog with this timeout.
+  void wait(std::chrono::nanoseconds timeout) { watchdog_.wait_streams(timeout); }
+
+  /// Captures one step into a CUDA graph: capture begins on stream 0 (relaxed mode), the other
+  /// streams fork from it through an event, the step is issued, they join back, the graph is
+  /// instantiated. Replaces an earlier capture. A program with a host sync cannot be captured.
+  void capture() {
+    watchdog_.require_alive(-1);
+    for (std::size_t i = 0; i < program_.ops.size(); ++i)
+      if (program_.ops[i].kind == schedule::op_kind::host_sync)
+        throw usage_error(where(static_cast<int>(i)) +
+                              ": [EXEC-GRAPH] a host sync cannot be captured in a CUDA graph; run "
+                              "this program with run(), or generate it without host syncs",
+                          program_.rank, static_cast<int>(i));
+    drop_graph();
+    const stream_t origin = streams_[0];
+    check_cuda(Api::begin_capture(origin), -1, "cudaStreamBeginCapture");
+    try {
+      check_cuda(Api::event_record(fork_, origin), -1, "cudaEventRecord (fork)");
+      for (std::size_t i = 1; i < streams_.size(); ++i)
+        check_cuda(Api::stream_wait_event(streams_[i], fork_), -1, "cudaStreamWaitEvent (fork)");
+      issue();
+      for (std::size_t i = 1; i < streams_.size(); ++i) {
+        check_cuda(Api::event_record(joins_[i], streams_[i]), -1, "cudaEventRecord (join)");
+        check_cuda(Api::stream_wait_event(origin, joins_[i]), -1, "cudaStreamWaitEvent (join)");
+      }
+    } catch (...) {
+      typename Api::graph_t broken{};
+      if (Api::end_capture(origin, &broken) == Api::cuda_success) Api::graph_destroy(broken);
+      throw;
+    }
+    typename Api::graph_t graph{};
+    check_cuda(Api::end_capture(origin, &graph), -1, "cudaStreamEndCapture");
+    const auto instantiated = Api::graph_instantiate(&graph_exec_, graph);
+    Api::graph_destroy(graph);
+    check_cuda(instantiated, -1, "cudaGraphInstantiate");
+    captured_ = true;
+  }
+
+  /// Launches the captured step on stream 0 (the other streams take part through the graph).
+  void replay() {
+    watchdog_.require_alive(-1);
+    if (!captured_)
+      throw usage_error(where(-1) + ": [EXEC-GRAPH] replay() before capture(); capture a step first",
+                        program_.rank, -1);
+    check_cuda(Api::graph_launch(graph_exec_, streams_[0]), -1, "cudaGraphLaunch");
+  }
+
+  bool captured() const noexcept { return captured_; }
+  const schedule::program& program() const noexcept { return program_; }
+  /// The CUDA stream of `program().streams[index]` (created or borrowed).
+  stream_t stream(int index) const { return streams_.at(static_cast<std::size_t>(index)); }
+  /// The number of calls `run()` makes through `Api` (kernels and launch checks included).
+  std::size_t calls_per_step() const noexcept { return calls_per_step_; }
+
+ private:
+  enum class step : std::uint8_t {
+    compute, record, wait, group_start, group_end, all_gather, reduce_scatter, all_reduce, send,
+    recv, host_sync
+  };
+
+  /// One call with everything resolved; `source` is the program op it comes from.
+  struct resolved {
+    step kind = step::compute;
+    int source = -1;
+    stream_t stream{};
+    const kernel* fn = nullptr;
+    event_t event{};
+    comm_t comm{};
+    const void* send = nullptr;
+    void* recv = nullptr;
+    std::size_t count = 0;
+    dtype_t dtype{};
+    int peer = -1;
+  };
+
+  void issue() {
+    for (const resolved& r : calls_) {
+      switch (r.kind) {
+        case step::compute:
+          (*r.fn)(r.stream);
+          check_cuda(Api::get_last_error(), r.source, "kernel launch");
+          break;
+        case step::record:
+          check_cuda(Api::event_record(r.event, r.stream), r.source, "cudaEventRecord");
+          break;
+        case step::wait:
+          check_cuda(Api::stream_wait_event(r.stream, r.event), r.source, "cudaStreamWaitEvent");
+          break;
+        case step::group_start: check_nccl(Api::group_start(), r, "ncclGroupStart"); break;
+        case step::group_end: check_nccl(Api::group_end(), r, "ncclGroupEnd"); break;
+        case step::all_gather:
+          check_nccl(Api::all_gather(r.send, r.recv, r.count, r.dtype, r.comm, r.stream), r,
+                     "ncclAllGather");
+          break;
+        case step::reduce_scatter:
+          check_nccl(Api::reduce_scatter(r.send, r.recv, r.count, r.dtype, r.comm, r.stream), r,
+                     "ncclReduceScatter");
+          break;
+        case step::all_reduce:
+          check_nccl(Api::all_reduce(r.send, r.recv, r.count, r.dtype, r.comm, r.stream), r,
+                     "ncclAllReduce");
+          break;
+        case step::send:
+          check_nccl(Api::send(r.send, r.count, r.dtype, r.peer, r.comm, r.stream), r, "ncclSend");
+          break;
+        case step::recv:
+          check_nccl(Api::recv(r.recv, r.count, r.dtype, r.peer, r.comm, r.stream), r, "ncclRecv");
+          break;
+        case step::host_sync: watchdog_.wait_streams(watchdog_.options().timeout); break;
+        default: __builtin_unreachable();  // compile() makes no other kind; no range check per op
+      }
+    }
+  }
+
+  void check_cuda(typename Api::cuda_status_t status, int op, const char* call) const {
+    if (!(status == Api::cuda_success)) [[unlikely]]
+      cuda_failed(status, op, call);
+  }
+  void check_nccl(typename Api::nccl_status_t status, const resolved& r, const char* call) {
+    if (!(status == Api::nccl_success)) [[unlikely]]
+      nccl_not_done(status, r, call);
+  }
+
+  [[noreturn]] __attribute__((noinline, cold)) void cuda_failed(typename Api::cuda_status_t status,
+                                                                int op, const char* call) const {
+    throw call_error(where(op) + ": [EXEC-CUDA] " + call + " failed: " +
+                         Api::cuda_error_name(status) + ": " + Api::cuda_error_string(status),
+                     program_.rank, op);
+  }
+
+  __attribute__((noinline, cold)) void nccl_not_done(typename Api::nccl_status_t status,
+                                                     const resolved& r, const char* call) {
+    if (status == Api::nccl_in_progress) {  // non-blocking communicator: wait until enqueued
+      watchdog_.wait_enqueued(r.source, where(r.source) + ": " + call + " returned ncclInProgress");
+      return;
+    }
+    std::string detail;
+    if (r.kind != step::group_start && r.kind != step::group_end) detail = Api::nccl_last_error(r.comm);
+    throw call_error(where(r.source) + ": [EXEC-NCCL] " + call + " failed: " +
+                         Api::nccl_error_name(status) + ": " + Api::nccl_error_string(status) +
+                         (detail.empty() ? "" : " (" + detail + ")"),
+                     program_.rank, r.source);
+  }
+
+  /// "rank R, op I 'name' (kind ...)" for messages; op -1: the rank alone.
+  std::string where(int op) const {
+    std::string text = "rank " + std::to_string(program_.rank);
+    if (op < 0) return text;
+    const schedule::op& o = program_.ops[static_cast<std::size_t>(op)];
+    text += ", op " + std::to_string(op) + " '" + o.name + "' (";
+    text += o.kind == schedule::op_kind::collective ? schedule::to_string(o.coll) : schedule::to_string(o.kind);
+    if (schedule::is_communication(o.kind) && o.comm >= 0 &&
+        o.comm < static_cast<int>(program_.comms.size()))
+      text += " on '" + program_.comms[static_cast<std::size_t>(o.comm)].name + "'";
+    if (o.kind != schedule::op_kind::host_sync) text += ", stream " + std::to_string(o.stream);
+    return text + ")";
+  }
+
+  std::string stream_label(int index) const {
+    return std::to_string(index) + " (" +
+           std::string(schedule::to_string(program_.streams[static_cast<std::size_t>(index)].role)) + ")";
+  }
+
+  // ---- pre-flight ----
+
+  /// Communicator size and this rank's position in it, per program communicator.
+  struct comm_shape {
+    int size = 0;
+    int position = -1;
+  };
+
+  void preflight() {
+    std::vector<std::string> problems;
+    int first_op = -1;
+    const auto problem = [&](int op, std::string text) {
+      if (first_op < 0 && op >= 0) first_op = op;
+      problems.push_back((op >= 0 ? where(op) : where(-1)) + ": " + std::move(text));
+    };
+    const int num_streams = static_cast<int>(program_.streams.size());
+    if (num_streams == 0) problem(-1, "[EXEC-STREAM] the program has no streams; generate it with a schedule generator");
+    if (!resources_.streams.empty() && static_cast<int>(resources_.streams.size()) != num_streams)
+      problem(-1, "[EXEC-STREAM] " + std::to_string(resources_.streams.size()) +
+                      " streams were lent for a program with " + std::to_string(num_streams) +
+                      "; lend one per program stream, in order, or none");
+
+    // Communicators: supplied, of the program's size, with this rank where the program puts it.
+    shapes_.assign(program_.comms.size(), {});
+    std::vector<bool> comm_checked(program_.comms.size(), false);
+    const auto check_comm = [&](int op, int index) {
+      if (comm_checked[static_cast<std::size_t>(index)]) return;
+      comm_checked[static_cast<std::size_t>(index)] = true;
+      const schedule::communicator& c = program_.comms[static_cast<std::size_t>(index)];
+      const auto position = std::find(c.ranks.begin(), c.ranks.end(), program_.rank);
+      if (position == c.ranks.end()) {
+        problem(op, "[EXEC-COMM] the program's communicator '" + c.name + "' does not contain rank " +
+                        std::to_string(program_.rank) + "; fix the program");
+        return;
+      }
+      const auto found = resources_.comms.find(c.name);
+      if (found == resources_.comms.end()) {
+        problem(op, "[EXEC-COMM] no communicator '" + c.name + "' was supplied; add the NCCL "
+                    "communicator of ranks " + rank_list(c.ranks) + " to resources.comms[\"" + c.name + "\"]");
+        return;
+      }
+      int count = -1, user_rank = -1;
+      const auto count_status = Api::comm_count(found->second, &count);
+      const auto rank_status = Api::comm_user_rank(found->second, &user_rank);
+      if (!(count_status == Api::nccl_success) || !(rank_status == Api::nccl_success)) {
+        const auto bad = count_status == Api::nccl_success ? rank_status : count_status;
+        problem(op, "[EXEC-COMM] querying communicator '" + c.name + "' failed: " +
+                        Api::nccl_error_name(bad) + ": " + Api::nccl_error_string(bad));
+        return;
+      }
+      const int expected_position = static_cast<int>(position - c.ranks.begin());
+      if (count != static_cast<int>(c.ranks.size()) || user_rank != expected_position) {
+        problem(op, "[EXEC-COMM] communicator '" + c.name + "' has " + std::to_string(count) +
+                        " ranks and this process is its rank " + std::to_string(user_rank) +
+                        ", but the program needs " + std::to_string(c.ranks.size()) +
+                        " ranks (" + rank_list(c.ranks) + ") with global rank " +
+                        std::to_string(program_.rank) + " at position " +
+                        std::to_string(expected_position) + "; supply the matching communicator");
+        return;
+      }
+      shapes_[static_cast<std::size_t>(index)] = {count, user_rank};
+      used_comms_.emplace_back(c.name, found->second);
+    };
+
+    std::vector<bool> recorded(static_cast<std::size_t>(std::max(program_.num_events, 0)), false);
+    std::set<int> closed_groups;
+    int open_group = -1, open_group_stream = -1;
+    for (int i = 0; i < static_cast<int>(program_.ops.size()); ++i) {
+      const schedule::op& o = program_.ops[static_cast<std::size_t>(i)];
+      if (o.kind != schedule::op_kind::host_sync && (o.stream < 0 || o.stream >= num_streams)) {
+        problem(i, "[EXEC-STREAM] stream " + std::to_string(o.stream) + " is not one of the program's " +
+                       std::to_string(num_streams) + " streams; fix the program");
+        continue;
+      }
+      // Groups: consecutive communication ops on one stream.
+      if (o.group != open_group && open_group >= 0) {
+        closed_groups.insert(open_group);
+        open_group = -1;
+      }
+      if (o.group >= 0) {
+        if (!schedule::is_communication(o.kind))
+          problem(i, "[EXEC-GROUP] only communication ops can be in an NCCL group (group " +
+                         std::to_string(o.group) + "); fix the program");
+        else if (closed_groups.count(o.group) != 0)
+          problem(i, "[EXEC-GROUP] group " + std::to_string(o.group) +
+                         " is not consecutive in issue order; keep a group's ops together");
+        else if (open_group == o.group && open_group_stream != o.stream)
+          problem(i, "[EXEC-GROUP] group " + std::to_string(o.group) +
+                         " spans streams; put a group's ops on one stream");
+        open_group = o.group;
+        open_group_stream = o.stream;
+      }
+      switch (o.kind) {
+        case schedule::op_kind::compute:
+          if (resources_.kernels.find(o.name) == resources_.kernels.end())
+            problem(i, "[EXEC-KERNEL] no kernel '" + o.name + "' was supplied; add a callable "
+                       "void(stream) to resources.kernels[\"" + o.name + "\"]");
+          else if (!resources_.kernels.find(o.name)->second)
+            problem(i, "[EXEC-KERNEL] the kernel '" + o.name + "' is an empty std::function; supply a callable");
+          break;
+        case schedule::op_kind::record:
+        case schedule::op_kind::wait:
+          if (o.event < 0 || o.event >= program_.num_events) {
+            problem(i, "[EXEC-EVENT] event " + std::to_string(o.event) + " is not one of the program's " +
+                           std::to_string(program_.num_events) + " events; fix the program");
+          } else if (o.kind == schedule::op_kind::record) {
+            recorded[static_cast<std::size_t>(o.event)] = true;
+          } else if (!recorded[static_cast<std::size_t>(o.event)]) {
+            problem(i, "[EXEC-EVENT] waits for event " + std::to_string(o.event) +
+                           " before any record of it, so it would not wait at all; record the "
+                           "event earlier in issue order");
+          }
+          break;
+        case schedule::op_kind::collective:
+        case schedule::op_kind::send:
+        case schedule::op_kind::recv:
+          if (o.comm < 0 || o.comm >= static_cast<int>(program_.comms.size())) {
+            problem(i, "[EXEC-COMM] communicator " + std::to_string(o.comm) + " is not one of the program's " +
+                           std::to_string(program_.comms.size()) + "; fix the program");
+            break;
+          }
+          check_comm(i, o.comm);
+          if (shapes_[static_cast<std::size_t>(o.comm)].size > 0) check_buffer(i, o, problem);
+          break;
+        case schedule::op_kind::host_sync: break;
+      }
+    }
+    if (!problems.empty()) {
+      std::string message = "[EXEC-PREFLIGHT] rank " + std::to_string(program_.rank) + ": " +
+                            std::to_string(problems.size()) +
+                            (problems.size() == 1 ? " problem" : " problems") +
+                            " before launch, nothing was launched:";
+      for (const std::string& p : problems) message += "\n  " + p;
+      throw preflight_error(message, program_.rank, first_op);
+    }
+  }
+
+  template <class Problem>
+  void check_buffer(int i, const schedule::op& o, Problem& problem) const {
+    const int n = shapes_[static_cast<std::size_t>(o.comm)].size;
+    if (o.kind == schedule::op_kind::send || o.kind == schedule::op_kind::recv) {
+      if (o.peer < 0 || o.peer >= n) {
+        problem(i, "[EXEC-PEER] peer " + std::to_string(o.peer) + " is not a rank of the " +
+                       std::to_string(n) + "-rank communicator; fix the program");
+        return;
+      }
+    }
+    if (o.name.empty()) {
+      problem(i, "[EXEC-BUFFER] a communication op without a name has no buffer key; name the op");
+      return;
+    }
+    const auto found = resources_.buffers.find(o.name);
+    if (found == resources_.buffers.end()) {
+      problem(i, "[EXEC-BUFFER] no buffer '" + o.name + "' was supplied; add {send, send_bytes, recv, "
+                 "recv_bytes, dtype} for " + std::to_string(o.bytes) + " bytes to resources.buffers[\"" +
+                 o.name + "\"]");
+      return;
+    }
+    const buffer& b = found->second;
+    const std::int64_t element = static_cast<std::int64_t>(Api::element_size(b.dtype));
+    if (element <= 0) {
+      problem(i, "[EXEC-BUFFER] buffer '" + o.name + "' has a dtype of unknown size; use an NCCL dtype");
+      return;
+    }
+    const bool split = o.kind == schedule::op_kind::collective && o.coll != schedule::collective::all_reduce;
+    const std::int64_t part = split ? o.bytes / n : o.bytes;
+    if (o.bytes <= 0 || (split && o.bytes % n != 0) || part % element != 0) {
+      problem(i, "[EXEC-BUFFER] " + std::to_string(o.bytes) + " bytes" +
+                     (split ? " in " + std::to_string(n) + " equal parts" : std::string()) +
+                     " is not a whole number of " + std::to_string(element) + "-byte elements; fix the "
+                     "op's size or the buffer's dtype");
+      return;
+    }
+    std::int64_t send_needed = 0, recv_needed = 0;
+    switch (o.kind) {
+      case schedule::op_kind::send: send_needed = o.bytes; break;
+      case schedule::op_kind::recv: recv_needed = o.bytes; break;
+      default:
+        switch (o.coll) {
+          case schedule::collective::all_gather: send_needed = part, recv_needed = o.bytes; break;
+          case schedule::collective::reduce_scatter: send_needed = o.bytes, recv_needed = part; break;
+          case schedule::collective::all_reduce:
+          case schedule::collective::all_to_all: send_needed = o.bytes, recv_needed = o.bytes; break;
+        }
+    }
+    const auto side = [&](const char* which, const void* pointer, std::int64_t capacity, std::int64_t needed) {
+      if (needed == 0) return;
+      if (pointer == nullptr)
+        problem(i, std::string("[EXEC-BUFFER] buffer '") + o.name + "' has no " + which +
+                       " pointer; the op needs " + std::to_string(needed) + " bytes there");
+      else if (capacity < needed)
+        problem(i, std::string("[EXEC-BUFFER] buffer '") + o.name + "' has " + std::to_string(capacity) +
+                       " " + which + " bytes, the op needs " + std::to_string(needed) +
+                       "; allocate a larger buffer");
+    };
+    side("send", b.send, b.send_bytes, send_needed);
+    side("recv", b.recv, b.recv_bytes, recv_needed);
+  }
+
+  static std::string rank_list(const std::vector<int>& ranks) {
+    std::string text = "{";
+    for (std::size_t i = 0; i < ranks.size(); ++i) {
+      if (i > 0) text += ' ';
+      text += std::to_string(ranks[i]);
+    }
+    text += '}';
+    return text;
+  }
+
+  // ---- resources and compilation ----
+
+  void create_streams_and_events() {
+    if (resources_.streams.empty()) {
+      for (const schedule::stream& s : program_.streams) {
+        stream_t created{};
+        check_cuda(Api::stream_create(&created, s.priority), -1, "cudaStreamCreateWithPriority");
+        streams_.push_back(created);
+        owned_streams_.push_back(created);
+      }
+    } else {
+      streams_ = resources_.streams;
+    }
+    const auto make_event = [&](const char* what) {
+      event_t e{};
+      check_cuda(Api::event_create(&e), -1, what);
+      owned_events_.push_back(e);
+      return e;
+    };
+    for (int i = 0; i < program_.num_events; ++i) events_.push_back(make_event("cudaEventCreateWithFlags"));
+    fork_ = make_event("cudaEventCreateWithFlags (graph fork)");
+    joins_.assign(1, event_t{});
+    for (std::size_t i = 1; i < streams_.size(); ++i) joins_.push_back(make_event("cudaEventCreateWithFlags (graph join)"));
+  }
+
+  void compile() {
+    const auto comm_of = [&](int index) {
+      return resources_.comms.find(program_.comms[static_cast<std::size_t>(index)].name)->second;
+    };
+    const std::size_t size = program_.ops.size();
+    for (std::size_t i = 0; i < size; ++i) {
+      const schedule::op& o = program_.ops[i];
+      resolved r;
+      r.source = static_cast<int>(i);
+      if (o.kind != schedule::op_kind::host_sync) r.stream = streams_[static_cast<std::size_t>(o.stream)];
+      const bool opens_group = o.group >= 0 && (i == 0 || program_.ops[i - 1].group != o.group);
+      const bool closes_group = o.group >= 0 && (i + 1 == size || program_.ops[i + 1].group != o.group);
+      if (opens_group) calls_.push_back(resolved{.kind = step::group_start, .source = r.source});
+      switch (o.kind) {
+        case schedule::op_kind::compute:
+          r.kind = step::compute;
+          r.fn = &resources_.kernels.find(o.name)->second;
+          calls_.push_back(r);
+          calls_per_step_ += 1;  // the launch check; the kernel counts below
+          break;
+        case schedule::op_kind::record:
+        case schedule::op_kind::wait:
+          r.kind = o.kind == schedule::op_kind::record ? step::record : step::wait;
+          r.event = events_[static_cast<std::size_t>(o.event)];
+          calls_.push_back(r);
+          break;
+        case schedule::op_kind::host_sync:
+          r.kind = step::host_sync;
+          calls_.push_back(r);
+          break;
+        case schedule::op_kind::collective:
+        case schedule::op_kind::send:
+        case schedule::op_kind::recv: {
+          const buffer& b = resources_.buffers.find(o.name)->second;
+          const std::size_t n = static_cast<std::size_t>(shapes_[static_cast<std::size_t>(o.comm)].size);
+          const std::size_t element = Api::element_size(b.dtype);
+          const std::size_t bytes = static_cast<std::size_t>(o.bytes);
+          r.comm = comm_of(o.comm);
+          r.dtype = b.dtype;
+          r.send = b.send;
+          r.recv = b.recv;
+          r.peer = o.peer;
+          if (o.kind == schedule::op_kind::send || o.kind == schedule::op_kind::recv) {
+            r.kind = o.kind == schedule::op_kind::send ? step::send : step::recv;
+            r.count = bytes / element;
+            calls_.push_back(r);
+            break;
+          }
+          if (o.coll != schedule::collective::all_to_all) {
+            r.kind = o.coll == schedule::collective::all_gather       ? step::all_gather
+                     : o.coll == schedule::collective::reduce_scatter ? step::reduce_scatter
+                                                                       : step::all_reduce;
+            r.count = (o.coll == schedule::collective::all_reduce ? bytes : bytes / n) / element;
+            calls_.push_back(r);
+            break;
+          }
+          // all_to_all: part p of the send buffer goes to peer p, part p of the receive buffer
+          // comes from it; one NCCL group unless the op already is in one.
+          const std::size_t part = bytes / n;
+          if (o.group < 0) calls_.push_back(resolved{.kind = step::group_start, .source = r.source});
+          for (std::size_t p = 0; p < n; ++p) {
+            resolved to = r, from = r;
+            to.kind = step::send;
+            to.peer = from.peer = static_cast<int>(p);
+            to.send = static_cast<const char*>(b.send) + p * part;
+            to.count = from.count = part / element;
+            from.kind = step::recv;
+            from.recv = static_cast<char*>(b.recv) + p * part;
+            calls_.push_back(to);
+            calls_.push_back(from);
+          }
+          if (o.group < 0) calls_.push_back(resolved{.kind = step::group_end, .source = r.source});
+          break;
+        }
+      }
+      if (closes_group) {
+        const int first = static_cast<int>(std::find_if(calls_.rbegin(), calls_.rend(), [](const resolved& c) {
+                                             return c.kind == step::group_start;
+                                           })->source);
+        calls_.push_back(resolved{.kind = step::group_end, .source = first});
+      }
+    }
+    for (const resolved& c : calls_) calls_per_step_ += c.kind == step::host_sync ? 0 : 1;
+  }
+
+  void drop_graph() {
+    if (captured_) Api::graph_exec_destroy(graph_exec_);
+    captured_ = false;
+  }
+
+  /// Destroys what the executor created; statuses are ignored (a destructor cannot report).
+  void release() noexcept {
+    drop_graph();
+    for (const event_t& e : owned_events_) Api::event_destroy(e);
+    for (const stream_t& s : owned_streams_) Api::stream_destroy(s);
+    owned_events_.clear();
+    owned_streams_.clear();
+  }
+
+  schedule::program program_;
+  resources resources_;
+  basic_watchdog<Api> watchdog_;
+  std::vector<comm_shape> shapes_{};
+  std::vector<std::pair<std::string, comm_t>> used_comms_{};
+  std::vector<stream_t> streams_{};
+  std::vector<stream_t> owned_streams_{};
+  std::vector<event_t> events_{};
+  std::vector<event_t> owned_events_{};
+  event_t fork_{};
+  std::vector<event_t> joins_{};
+  std::vector<resolved> calls_{};
+  std::size_t calls_per_step_ = 0;
+  typename Api::graph_exec_t graph_exec_{};
+  bool captured_ = false;
+};
+
+}  // namespace overlap::cuda
