@@ -13,10 +13,32 @@
 namespace ov = overlap;
 namespace sc = overlap::schedule;
 
+namespace {
+/// A stage's order as +i for the forward of micro-batch i and -(i + 1) for its backward.
+std::vector<int> signed_order(int stage, int stages, int micro_batches, int extra_warmup = 0) {
+  std::vector<int> out;
+  for (const auto& a : sc::pipeline_order(stage, stages, 1, micro_batches, extra_warmup))
+    out.push_back(a.forward ? a.micro_batch : -(a.micro_batch + 1));
+  return out;
+}
+}  // namespace
+
 TEST_CASE("1F1B: warm-up forwards, then one forward and one backward, then the drain") {
-  CHECK(sc::one_f_one_b(0, 4, 6) == std::vector<int>{0, 1, 2, 3, -1, 4, -2, 5, -3, -4, -5, -6});
-  CHECK(sc::one_f_one_b(3, 4, 3) == std::vector<int>{0, -1, 1, -2, 2, -3});
-  CHECK(sc::one_f_one_b(0, 4, 2) == std::vector<int>{0, 1, -1, -2});  // fewer micro-batches than stages
+  CHECK(signed_order(0, 4, 6) == std::vector<int>{0, 1, 2, 3, -1, 4, -2, 5, -3, -4, -5, -6});
+  CHECK(signed_order(3, 4, 3) == std::vector<int>{0, -1, 1, -2, 2, -3});
+  CHECK(signed_order(0, 4, 2) == std::vector<int>{0, 1, -1, -2});  // fewer micro-batches than stages
+  // EP overlap: one more warm-up forward, so each steady forward pairs with an earlier backward.
+  CHECK(signed_order(0, 1, 3, 1) == std::vector<int>{0, 1, -1, 2, -2, -3});
+  // The steady pairs: forward 1 with backward 0, forward 2 with backward 1; none when the
+  // warm-up covers every forward.
+  const int w = sc::pipeline_warmup(0, 1, 1, 3, 1);
+  CHECK(w == 1);
+  CHECK_FALSE(sc::steady_pair(0, w, 6));
+  CHECK(sc::steady_pair(1, w, 6));
+  CHECK_FALSE(sc::steady_pair(2, w, 6));
+  CHECK(sc::steady_pair(3, w, 6));
+  CHECK_FALSE(sc::steady_pair(4, w, 6));
+  for (std::size_t i = 0; i < 8; ++i) CHECK_FALSE(sc::steady_pair(i, 4, 8));  // a warm-up of all 4 forwards
 }
 
 TEST_CASE("the 1F1B pipeline verifies and its bubble is (p - 1) / (m + p - 1)") {

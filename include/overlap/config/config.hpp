@@ -29,6 +29,16 @@ constexpr auto notes_of() {
 
 }  // namespace detail
 
+}  // namespace overlap
+
+namespace overlap::schedule {
+/// The step schedule of a config type (defined in <overlap/schedule/step.hpp>).
+template <class Cfg>
+struct step_schedule;
+}  // namespace overlap::schedule
+
+namespace overlap {
+
 /// A training run's overlap configuration. Options are order-free; see PRODUCT.md for the list.
 template <class... Options>
 struct config {
@@ -42,6 +52,9 @@ struct config {
   static constexpr resolved_settings resolved = pack::resolved;
   /// Advice (N rules) for this configuration: elements with `id` and `message`.
   static constexpr auto notes = detail::notes_of<pack>();
+  /// The step schedule: one component per enabled family; `schedule::generate(workload)` gives
+  /// the programs of every rank (include <overlap/schedule/step.hpp>).
+  using schedule = overlap::schedule::step_schedule<config>;
 
  private:
   // Option rules are judged on the types; the other rules only once the options are sound.

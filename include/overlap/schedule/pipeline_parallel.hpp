@@ -36,20 +36,6 @@
 
 namespace overlap::schedule {
 
-/// One stage's 1F1B order: +i is the forward of micro-batch i, -(i + 1) its backward.
-inline std::vector<int> one_f_one_b(int stage, int stages, int micro_batches) {
-  const int warmup = std::min(stages - stage - 1, micro_batches);
-  std::vector<int> order;
-  int forward = 0, backward = 0;
-  for (; forward < warmup; ++forward) order.push_back(forward);
-  while (forward < micro_batches) {
-    order.push_back(forward++);
-    order.push_back(-(++backward));
-  }
-  while (backward < micro_batches) order.push_back(-(++backward));
-  return order;
-}
-
 /// The forward or backward of one micro-batch through one model chunk of a stage.
 struct pp_action {
   bool forward = true;
@@ -58,32 +44,44 @@ struct pp_action {
   friend bool operator==(const pp_action&, const pp_action&) = default;
 };
 
+/// How many forwards stage `stage` runs before its first backward: (pp - s - 1) (+ (pp - s - 1)
+/// + (vpp - 1) * pp interleaved) + `extra_warmup`, at most every action of the step.
+inline int pipeline_warmup(int stage, int stages, int chunks, int micro_batches, int extra_warmup = 0) {
+  const int total = micro_batches * chunks;
+  const int interleaved = chunks > 1 ? (stages - stage - 1) + (chunks - 1) * stages : 0;
+  return std::min(total, stages - stage - 1 + interleaved + extra_warmup);
+}
+
+/// Whether action i of an order of `actions` actions with `warmup` warm-up forwards is a
+/// steady-state forward, which upstream runs together with the backward that follows it.
+inline bool steady_pair(std::size_t i, int warmup, std::size_t actions) {
+  const auto w = static_cast<std::size_t>(warmup);
+  return i >= w && (i - w) % 2 == 0 && (i - w) / 2 < actions / 2 - w;
+}
+
 /// One stage's order with `chunks` model chunks per stage (1: non-interleaved 1F1B) and
 /// `extra_warmup` more warm-up forwards (1 with EP overlap, whose steady state pairs the forward
 /// of one micro-batch with the backward of the previous one). Throws std::invalid_argument where
 /// upstream refuses the interleaved schedule (micro-batches not a multiple of the stages).
 inline std::vector<pp_action> pipeline_order(int stage, int stages, int chunks, int micro_batches,
                                              int extra_warmup = 0) {
-  std::vector<pp_action> order;
-  if (chunks <= 1) {
-    for (const int a : one_f_one_b(stage - extra_warmup, stages, micro_batches))
-      order.push_back(a >= 0 ? pp_action{true, a, 0} : pp_action{false, -a - 1, 0});
-    return order;
-  }
-  if (micro_batches % stages != 0)
+  if (chunks > 1 && micro_batches % stages != 0)
     throw std::invalid_argument("interleaved 1F1B needs micro-batches (" +
                                 std::to_string(micro_batches) + ") to be a multiple of pp (" +
                                 std::to_string(stages) + "): upstream's dependency bubbles");
-  std::vector<pp_action> table;  // virtual micro-batch k -> (micro-batch, chunk) of its forward
-  for (int first = 0; first < micro_batches; first += stages)
+  // Virtual micro-batch k -> (micro-batch, chunk) of its forward: groups of `stages`
+  // micro-batches per chunk (one group of all micro-batches without interleaving).
+  const int group = chunks > 1 ? stages : micro_batches;
+  std::vector<pp_action> table;
+  for (int first = 0; first < micro_batches; first += group)
     for (int c = 0; c < chunks; ++c)
-      for (int mb = first; mb < first + stages; ++mb) table.push_back({true, mb, c});
+      for (int mb = first; mb < first + group; ++mb) table.push_back({true, mb, c});
   const int total = static_cast<int>(table.size());
-  const int warmup =
-      std::min(total, (stages - stage - 1) * 2 + (chunks - 1) * stages + extra_warmup);
+  const int warmup = pipeline_warmup(stage, stages, chunks, micro_batches, extra_warmup);
   const auto backward = [&](int k) {
     return pp_action{false, table[k].micro_batch, chunks - 1 - table[k].chunk};
   };
+  std::vector<pp_action> order;
   for (int k = 0; k < warmup; ++k) order.push_back(table[k]);
   for (int k = 0; k + warmup < total; ++k) {
     order.push_back(table[k + warmup]);
@@ -109,13 +107,14 @@ class pp_stage {
         ranks_(std::move(stage_ranks)), suffix_(std::move(suffix)), bytes_(activation_bytes),
         overlap_(overlap),
         order_(pipeline_order(stage, stages_, chunks, micro_batches, extra_warmup)),
+        warmup_(pipeline_warmup(stage, stages_, chunks, micro_batches, extra_warmup)),
         posted_(order_.size(), -1), step_start_(order_.size(), true),
         first_stream_(static_cast<int>(e.target().streams.size())) {
     // Interleaved (or EP-paired) steady state: a forward directly followed by a backward is one
     // step.
     if (chunks > 1 || extra_warmup > 0)
-      for (std::size_t i = 1; i < order_.size(); ++i)
-        if (!order_[i].forward && order_[i - 1].forward) step_start_[i] = false;
+      for (std::size_t i = 0; i < order_.size(); ++i)
+        if (paired(i)) step_start_[i + 1] = false;
     // Batched: one stream for the groups. Overlapped: a stream per direction and kind, as NCCL
     // gives each communicator its own, so a receive still waiting on one neighbour does not
     // hold up the other direction.
@@ -125,6 +124,8 @@ class pp_stage {
   }
 
   const std::vector<pp_action>& order() const { return order_; }
+  /// Whether action i is a steady-state forward (see `steady_pair`).
+  bool paired(std::size_t i) const { return steady_pair(i, warmup_, order_.size()); }
 
   /// Layers [first, first + count) of the model that action `a` runs.
   std::pair<int, int> layers(const pp_action& a, int model_layers) const {
@@ -227,6 +228,7 @@ class pp_stage {
   std::int64_t bytes_;
   bool overlap_;
   std::vector<pp_action> order_;
+  int warmup_;
   std::vector<int> posted_;  ///< per action: the event of its posted receive, or -1
   std::vector<bool> step_start_;  ///< batched mode: whether action i starts a step
   std::vector<op> pending_;  ///< batched mode: sends waiting for the next group

@@ -8,11 +8,11 @@
 /// next backward layer by layer; the data-parallel buckets (data_parallel.hpp) reduce gradients
 /// during the last micro-batch's backward and gather parameters ahead of the first forward.
 ///
-/// Ranks follow Megatron's order: tp fastest, then the data-parallel dimension, then pp; an ep
-/// group is `ep` consecutive data-parallel ranks and the expert-data-parallel group the ranks with
-/// the same position in their ep group. Every layer of a model with `experts` is a MoE layer;
-/// TP assumes sequence parallelism (TP-2), and experts are not tensor-parallel
-/// (expert_tensor_parallel_size 1). Context parallelism is not modelled.
+/// Ranks follow Megatron's order: tp fastest, then the data-parallel dimension, then pp. Experts
+/// tile the tp x dp ranks of a stage in the same order (expert_tensor_parallel_size 1; etp > 1
+/// with ep > 1 is refused): an ep group is `ep` consecutive ranks, the expert-data-parallel group
+/// the ranks at the same place in their ep groups. Every layer of a model with `experts` is a MoE
+/// layer; TP assumes sequence parallelism (TP-2). Context parallelism is not modelled.
 ///
 /// `schedule<Cfg>` fixes at compile time which families a config type composes; the
 /// single-family steps below are the same generator with the other families left out, which is
@@ -22,6 +22,8 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include <overlap/schedule/data_parallel.hpp>
@@ -153,20 +155,34 @@ inline std::vector<program> compose_step(const settings& s, const resolved_setti
   const int chunks = pp > 1 ? s.virtual_pipeline_model_parallel_size.value_or(1) : 1;
   const int ep = on.ep && moe ? s.expert_model_parallel_size : 1;
   const int dp = on.dp ? s.data_parallel_size : 1;
-  const int data = dp > ep ? dp : ep;  // ranks along the data-parallel dimension
-  if (on.dp && dp % ep != 0)
-    throw std::invalid_argument("ep (" + std::to_string(ep) + ") must divide dp (" +
-                                std::to_string(dp) + ")");
+  // Ranks along the data-parallel dimension: the dp group, or as many as the ep group needs.
+  const int data = on.dp ? dp : (ep + tp - 1) / tp;
+  if ((tp * data) % ep != 0)
+    throw std::invalid_argument("ep (" + std::to_string(ep) + ") must divide tp x dp (" +
+                                std::to_string(tp * data) + ")");
+  const int etp = on.tp ? s.expert_tensor_parallel_size.value_or(s.tensor_model_parallel_size) : 1;
+  if (ep > 1 && etp > 1)
+    throw std::invalid_argument("expert tensor parallelism (etp " + std::to_string(etp) +
+                                ") is not modelled with ep > 1: set expert_tensor_parallel_size<1>");
   if (w.layers % (pp * chunks) != 0)
     throw std::invalid_argument("layers (" + std::to_string(w.layers) +
                                 ") must be a multiple of pp x vpp (" + std::to_string(pp * chunks) + ")");
   const bool combined = ep > 1 && r.overlap_moe_expert_parallel_comm;
   const int per_chunk = w.layers / (pp * chunks);
   const std::int64_t h = w.hidden;
-  const std::int64_t experts_per_layer = moe ? std::int64_t{w.experts} / ep * 3 * h * w.moe_ffn_hidden : 0;
+  // Expert parameters of a rank: E / ep experts, split over tp only without ep (etp = tp).
+  const std::int64_t experts_per_layer =
+      moe ? std::int64_t{w.experts} / ep * 3 * h * w.moe_ffn_hidden / (ep > 1 ? 1 : tp) : 0;
   const std::int64_t dense_per_layer = (moe ? 4 * h * h : w.layer_parameters()) / tp;
   const std::int64_t activation = w.tokens() * h * w.element_bytes() / tp;  // sequence parallel
   const auto rank_of = [&](int t, int d, int stage) { return t + tp * (d + data * stage); };
+  // Experts tile the tp x dp ranks of a stage (etp 1): ep groups of consecutive ranks, and the
+  // expert-data-parallel group of the ranks at the same place in their ep group.
+  const auto expert_ranks = [&](int first, int stride, int count, int stage) {
+    std::vector<int> ranks;
+    for (int k = 0; k < count; ++k) ranks.push_back(rank_of((first + k * stride) % tp, (first + k * stride) / tp, stage));
+    return ranks;
+  };
 
   std::vector<program> step;
   for (int stage = 0; stage < pp; ++stage)
@@ -191,21 +207,17 @@ inline std::vector<program> compose_step(const settings& s, const resolved_setti
           for (int k = 0; k < dp; ++k) dense.ranks.push_back(rank_of(t, k, stage));
           parts.push_back(std::move(dense));
           if (ep > 1) {
-            detail::dp_part experts{"edp" + at_stage + detail::index_name(".t", t) +
-                                        detail::index_name(".e", d % ep),
-                                    {}, experts_per_layer};
-            for (int k = d % ep; k < dp; k += ep) experts.ranks.push_back(rank_of(t, k, stage));
-            parts.push_back(std::move(experts));
+            const int x = t + tp * d;
+            parts.push_back({"edp" + at_stage + detail::index_name(".e", x % ep),
+                             expert_ranks(x % ep, ep, tp * data / ep, stage), experts_per_layer});
           }
         }
         detail::dp_buckets dp_b(e, compute, std::move(parts), per_chunk * chunks, s, r, w);
         std::optional<detail::ep_builder> ep_b;
         if (ep > 1) {
-          std::vector<int> ranks;
-          for (int k = d / ep * ep; k < d / ep * ep + ep; ++k) ranks.push_back(rank_of(t, k, stage));
-          ep_b.emplace(e, compute, "ep" + at_stage + detail::index_name(".t", t) +
-                                       detail::index_name(".g", d / ep),
-                       ranks, w, tp, r.delay_wgrad_compute);
+          const int x = t + tp * d;
+          ep_b.emplace(e, compute, "ep" + at_stage + detail::index_name(".g", x / ep),
+                       expert_ranks(x / ep * ep, 1, ep, stage), w, tp, r.delay_wgrad_compute);
         }
         std::optional<detail::pp_stage> pipe;
         if (pp > 1) {
@@ -219,6 +231,7 @@ inline std::vector<program> compose_step(const settings& s, const resolved_setti
                                     ep_b ? &*ep_b : nullptr, r);
         const std::vector<pp_action> order =
             pipe ? pipe->order() : pipeline_order(0, 1, 1, w.micro_batches, combined ? 1 : 0);
+        const int warmup = pipeline_warmup(stage, pp, chunks, w.micro_batches, combined ? 1 : 0);
         // Layer j of action a: its global and its local (this stage's) index.
         const auto global = [&](const pp_action& a, int j) {
           return (a.chunk * pp + stage) * per_chunk + j;
@@ -228,7 +241,7 @@ inline std::vector<program> compose_step(const settings& s, const resolved_setti
         dp_b.prologue();
         for (std::size_t i = 0; i < order.size(); ++i) {
           const pp_action& a = order[i];
-          const bool paired = combined && a.forward && i + 1 < order.size() && !order[i + 1].forward;
+          const bool paired = combined && steady_pair(i, warmup, order.size());
           const pp_action* fwd = a.forward ? &a : nullptr;
           const pp_action* bwd = paired ? &order[i + 1] : a.forward ? nullptr : &a;
           if (pipe) pipe->before(i);
@@ -283,5 +296,34 @@ inline std::vector<program> expert_parallel_step(const settings& s, const resolv
                                                  const workload& w) {
   return compose_step(s, r, w, {.tp = false, .dp = false, .pp = false, .ep = true});
 }
+
+/// A family's part of a config type's schedule, and whether its overlap is on.
+template <family F, bool Overlapped>
+struct component {
+  static constexpr schedule::family family = F;
+  static constexpr bool overlapped = Overlapped;
+};
+
+/// The schedule of config type `Cfg` (`Cfg::schedule`): `components` is a std::tuple with one
+/// `component` per family the layout enables (tp, dp, pp, ep with sizes > 1; ep only where the
+/// workload has experts at run time), fixed at compile time.
+template <class Cfg>
+struct step_schedule {
+ private:
+  static constexpr settings s = Cfg::settings;
+  static constexpr resolved_settings r = Cfg::resolved;
+  template <bool On, family F, bool Overlapped>
+  using part = std::conditional_t<On, std::tuple<component<F, Overlapped>>, std::tuple<>>;
+
+ public:
+  using components = decltype(std::tuple_cat(
+      part<(s.tensor_model_parallel_size > 1), family::tp, r.tp_comm_overlap>{},
+      part<(s.data_parallel_size > 1), family::dp, r.overlap_grad_reduce || r.overlap_param_gather>{},
+      part<(s.pipeline_model_parallel_size > 1), family::pp, r.overlap_p2p_comm>{},
+      part<(s.expert_model_parallel_size > 1), family::ep, r.overlap_moe_expert_parallel_comm>{}));
+
+  /// The programs of every rank for one step of `w`.
+  static std::vector<program> generate(const workload& w) { return compose_step(s, r, w); }
+};
 
 }  // namespace overlap::schedule

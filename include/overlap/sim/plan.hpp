@@ -2,8 +2,8 @@
 /// @file
 /// Planning without a GPU: for each overlap family a configuration enables, generate the family's
 /// step with the configuration's overlap settings and with them turned off (the baseline),
-/// simulate both, and report step time and exposed communication. The families are generated
-/// one at a time: a step that composes all of them is not built yet.
+/// simulate both, and report step time and exposed communication; then the composed step of all
+/// families together against the same step with every overlap off.
 
 #include <string>
 #include <vector>
@@ -15,7 +15,7 @@
 namespace overlap::sim {
 
 struct family_plan {
-  schedule::family family = schedule::family::none;
+  schedule::family family = schedule::family::none;  ///< none: all families composed
   std::string note;  ///< what the comparison leaves out, if anything
   std::vector<schedule::program> baseline_step, overlap_step;
   result baseline, overlap;
@@ -35,11 +35,19 @@ inline settings without_overlap(settings s, schedule::family f) {
       s.overlap_param_gather_with_optimizer_step = false;
       s.align_param_gather = false;
       break;
+    case schedule::family::pp:
+      s.overlap_p2p_comm = false;
+      s.batch_p2p_comm = true;
+      s.overlap_p2p_comm_warmup_flush = false;
+      break;
     case schedule::family::ep:
       s.overlap_moe_expert_parallel_comm = false;
       s.delay_wgrad_compute = false;
       break;
-    default:
+    case schedule::family::none:
+      for (const auto f : {schedule::family::tp, schedule::family::dp, schedule::family::pp,
+                           schedule::family::ep})
+        s = without_overlap(s, f);
       break;
   }
   return s;
@@ -83,6 +91,20 @@ inline std::vector<family_plan> plan_families(const settings& s, const schedule:
     out.push_back(std::move(plan));
   }
   return out;
+}
+
+/// The composed step of every family `s` enables (one program per rank of the layout) against
+/// the same step with every overlap off.
+inline family_plan plan_step(const settings& s, const schedule::workload& w, const cost_model& cost) {
+  family_plan plan;
+  const resolved_settings r = derive(s);
+  const settings base_settings = detail::without_overlap(s, schedule::family::none);
+  const resolved_settings base = derive(base_settings);
+  plan.overlap_step = schedule::compose_step(s, r, w);
+  plan.baseline_step = schedule::compose_step(base_settings, base, w);
+  plan.overlap = simulate(plan.overlap_step, cost, detail::options_of(r));
+  plan.baseline = simulate(plan.baseline_step, cost, detail::options_of(base));
+  return plan;
 }
 
 }  // namespace overlap::sim

@@ -13,6 +13,7 @@
 /// cross-rank rendezvous of matching collectives and send/recv pairs; the members of an NCCL group
 /// start together and what follows the group waits for all of them.
 
+#include <algorithm>
 #include <cstddef>
 #include <numeric>
 #include <string>
@@ -86,6 +87,9 @@ class step_graph {
         if (find(from) != find(to)) out[find(from)].push_back(find(to));
     return out;
   }
+
+  /// Edges as added (before contraction): inside one program, from an earlier op to a later one.
+  const std::vector<std::size_t>& local_successors(std::size_t n) const { return edges_[n]; }
 
   /// (program index, op index) of a node.
   std::pair<std::size_t, std::size_t> locate(std::size_t n) const {
@@ -281,22 +285,45 @@ inline std::vector<finding> verify(const std::vector<schedule::program>& program
     return out;
   }
 
-  // Data hazards, judged on the acyclic graph: reachability in topological order.
+  // Data hazards, judged on the acyclic graph. First on the rank's own edges, which all point
+  // forward in issue order: one pass gives every op a vector clock, the latest op of each stream
+  // it depends on, and an op depends on an earlier one of stream s if its clock for s has reached
+  // it. What that does not show (a path through other ranks, or a race) is searched for in the
+  // whole contracted graph, in topological order, only through nodes placed before the target.
+  std::vector<std::vector<std::vector<long>>> clock(programs.size());
+  for (std::size_t pi = 0; pi < programs.size(); ++pi) {
+    const auto& p = programs[pi];
+    auto& c = clock[pi];
+    c.assign(p.ops.size(), std::vector<long>(p.streams.size(), -1));
+    for (std::size_t i = 0; i < p.ops.size(); ++i) {
+      std::vector<long> mine = c[i];  // what op i depends on; then op i itself
+      if (p.ops[i].kind != schedule::op_kind::host_sync) mine[p.ops[i].stream] = static_cast<long>(i);
+      for (const std::size_t m : g.local_successors(g.node(pi, i))) {
+        auto& next = c[m - g.node(pi, 0)];
+        for (std::size_t s = 0; s < next.size(); ++s) next[s] = std::max(next[s], mine[s]);
+      }
+    }
+  }
   std::vector<std::size_t> position(g.size(), 0);
   for (std::size_t k = 0; k < order.size(); ++k) position[order[k]] = k;
-  const auto reaches = [&](std::size_t from, std::size_t to) {
-    from = g.find(from);
-    to = g.find(to);
+  std::vector<unsigned> mark(g.size(), 0);
+  unsigned search = 0;
+  std::vector<std::size_t> todo;
+  const auto reaches = [&](std::size_t pi, std::size_t a, std::size_t b) {
+    const schedule::op& x = programs[pi].ops[a];
+    if (a < b && x.kind != schedule::op_kind::host_sync && clock[pi][b][x.stream] >= static_cast<long>(a))
+      return true;
+    const std::size_t from = g.find(g.node(pi, a)), to = g.find(g.node(pi, b));
     if (from == to) return true;
-    std::vector<bool> seen(g.size(), false);
-    std::vector<std::size_t> todo{from};
+    ++search;
+    todo.assign(1, from);
     while (!todo.empty()) {
       const std::size_t n = todo.back();
       todo.pop_back();
       for (const std::size_t m : succ[n]) {
         if (m == to) return true;
-        if (!seen[m] && position[m] < position[to]) {
-          seen[m] = true;
+        if (mark[m] != search && position[m] < position[to]) {
+          mark[m] = search;
           todo.push_back(m);
         }
       }
@@ -310,7 +337,7 @@ inline std::vector<finding> verify(const std::vector<schedule::program>& program
     for (std::size_t i = 0; i < p.ops.size(); ++i) {
       const schedule::op& o = p.ops[i];
       for (const int b : o.reads) {
-        if (writer[b] >= 0 && !reaches(g.node(pi, writer[b]), g.node(pi, i)))
+        if (writer[b] >= 0 && !reaches(pi, static_cast<std::size_t>(writer[b]), i))
           out.push_back({p.rank, static_cast<int>(i),
                          "reads buffer " + std::to_string(b) + " without depending on op " +
                              std::to_string(writer[b]) + " that writes it (missing event wait)"});
@@ -318,11 +345,11 @@ inline std::vector<finding> verify(const std::vector<schedule::program>& program
       }
       for (const int b : o.writes) {
         for (const std::size_t r : readers[b])
-          if (r != i && !reaches(g.node(pi, r), g.node(pi, i)))
+          if (r != i && !reaches(pi, r, i))
             out.push_back({p.rank, static_cast<int>(i),
                            "overwrites buffer " + std::to_string(b) + " while op " +
                                std::to_string(r) + " may still read it (reuse before its readers are done)"});
-        if (writer[b] >= 0 && !reaches(g.node(pi, writer[b]), g.node(pi, i)))
+        if (writer[b] >= 0 && !reaches(pi, static_cast<std::size_t>(writer[b]), i))
           out.push_back({p.rank, static_cast<int>(i),
                          "writes buffer " + std::to_string(b) + " concurrently with op " +
                              std::to_string(writer[b]) + " that also writes it"});

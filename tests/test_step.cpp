@@ -1,0 +1,126 @@
+// The composed step: all four families in one program per rank, the config type's schedule, and
+// the sizes the generator refuses.
+#include <doctest/doctest.h>
+
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <vector>
+
+#include <overlap/overlap.hpp>
+#include <overlap/schedule/step.hpp>
+#include <overlap/sim/plan.hpp>
+#include <overlap/verify/verify.hpp>
+
+namespace ov = overlap;
+namespace sc = overlap::schedule;
+
+namespace {
+using all_four = ov::config<ov::tp<2>, ov::sequence_parallel<>, ov::tp_comm_overlap<>, ov::pp<2>,
+                            ov::vpp<2>, ov::dp<4>, ov::ep<2>, ov::etp<1>, ov::num_moe_experts<16>,
+                            ov::distributed_optimizer<>,
+                            ov::moe_token_dispatcher_type<ov::dispatcher::alltoall>,
+                            ov::precision<ov::dtype::bf16>, ov::overlap_moe_expert_parallel_comm<>,
+                            ov::delay_wgrad_compute<>>;
+
+sc::workload moe_workload() {
+  return sc::workload{.layers = 4, .micro_batches = 4, .seq_length = 2048, .hidden = 2048,
+                      .ffn_hidden = 7168, .heads = 16, .experts = 16, .top_k = 2,
+                      .moe_ffn_hidden = 1024};
+}
+
+std::string findings(const std::vector<sc::program>& step) {
+  std::string all;
+  for (const auto& f : ov::verify::verify(step)) all += ov::verify::describe(f, step) + "\n";
+  return all;
+}
+}  // namespace
+
+TEST_CASE("a config type's schedule has one component per enabled family") {
+  using components = all_four::schedule::components;
+  static_assert(std::tuple_size_v<components> == 4);
+  static_assert(std::tuple_element_t<0, components>::family == sc::family::tp);
+  static_assert(std::tuple_element_t<3, components>::family == sc::family::ep);
+  static_assert(std::tuple_element_t<2, components>::overlapped);  // vpp turns overlap_p2p_comm on
+  using dp_only = ov::config<ov::dp<8>>;
+  static_assert(std::tuple_size_v<dp_only::schedule::components> == 1);
+  static_assert(!std::tuple_element_t<0, dp_only::schedule::components>::overlapped);
+  const auto step = dp_only::schedule::generate(moe_workload());
+  CHECK(step.size() == 8);
+}
+
+TEST_CASE("all four families compose into one verified program per rank") {
+  const auto step = all_four::schedule::generate(moe_workload());
+  REQUIRE(step.size() == 2 * 2 * 4);  // tp x pp x dp
+  const std::string problems = findings(step);
+  INFO(problems);
+  CHECK(problems.empty());
+  std::set<int> ranks;
+  for (const auto& p : step) {
+    ranks.insert(p.rank);
+    std::set<sc::stream_role> roles;
+    for (const auto& s : p.streams) roles.insert(s.role);
+    CHECK(roles.size() == 6);  // compute, tp, dp, pp send, pp recv, ep
+    std::set<std::string> families;
+    for (const auto& o : p.ops)
+      if (sc::is_communication(o.kind)) families.insert(std::string(sc::to_string(o.family)));
+    CHECK(families == std::set<std::string>{"dp", "ep", "pp", "tp"});
+  }
+  CHECK(ranks.size() == step.size());
+  // Rank 5 = tp rank 1 of data-parallel rank 2 on stage 0: its groups, by Megatron's order.
+  const sc::program& p = step[5];
+  REQUIRE(p.rank == 5);
+  for (const auto& c : p.comms) {
+    CAPTURE(c.name);
+    if (c.name.starts_with("tp")) CHECK(c.ranks == std::vector<int>{4, 5});
+    if (c.name.starts_with("dp")) CHECK(c.ranks == std::vector<int>{1, 3, 5, 7});
+    if (c.name.starts_with("ep")) CHECK(c.ranks == std::vector<int>{4, 5});
+    if (c.name.starts_with("edp")) CHECK(c.ranks == std::vector<int>{1, 3, 5, 7});
+    if (c.name.starts_with("pp0")) CHECK(c.ranks == std::vector<int>{5, 13});
+    if (c.name.starts_with("pp1")) CHECK(c.ranks == std::vector<int>{13, 5});
+  }
+}
+
+TEST_CASE("the composed step with every overlap on beats the same step with every overlap off") {
+  const ov::sim::cost_model h100(ov::sim::h100_node());
+  const auto plan = ov::sim::plan_step(all_four::settings, moe_workload(), h100);
+  REQUIRE_FALSE(plan.overlap.deadlock);
+  REQUIRE_FALSE(plan.baseline.deadlock);
+  CHECK(findings(plan.baseline_step).empty());
+  double exposed = 0, exposed_base = 0;
+  for (const auto f : {sc::family::tp, sc::family::dp, sc::family::pp, sc::family::ep}) {
+    const auto i = static_cast<std::size_t>(f);
+    MESSAGE(sc::to_string(f) << ": exposed " << plan.overlap.exposed_comm_us[i] << " us vs "
+                             << plan.baseline.exposed_comm_us[i] << " us without overlap");
+    exposed += plan.overlap.exposed_comm_us[i];
+    exposed_base += plan.baseline.exposed_comm_us[i];
+  }
+  MESSAGE("step " << plan.overlap.step_time_us << " us vs " << plan.baseline.step_time_us << " us");
+  CHECK(plan.overlap.step_time_us < plan.baseline.step_time_us);
+  CHECK(exposed < exposed_base);
+  // TP and EP hide most of their communication here; DP has one bucket per stage (its reduction
+  // can only start after the last backward), and pipeline transfers in warm-up and cool-down
+  // have no compute to hide under.
+  for (const auto f : {sc::family::tp, sc::family::ep}) {
+    const auto i = static_cast<std::size_t>(f);
+    CHECK(plan.overlap.exposed_comm_us[i] < 0.5 * plan.baseline.exposed_comm_us[i]);
+  }
+}
+
+TEST_CASE("sizes the schedule cannot split are refused with the reason") {
+  sc::workload w = moe_workload();
+  w.layers = 6;  // not a multiple of pp x vpp = 4
+  CHECK_THROWS_WITH_AS(all_four::schedule::generate(w), doctest::Contains("pp x vpp"),
+                       std::invalid_argument);
+  w = moe_workload();
+  w.micro_batches = 3;  // interleaving needs a multiple of pp
+  CHECK_THROWS_WITH_AS(all_four::schedule::generate(w), doctest::Contains("multiple of pp"),
+                       std::invalid_argument);
+  using expert_tp = ov::config<ov::tp<2>, ov::sequence_parallel<>, ov::dp<2>, ov::ep<2>,
+                               ov::num_moe_experts<16>, ov::precision<ov::dtype::bf16>,
+                               ov::moe_token_dispatcher_type<ov::dispatcher::alltoall>>;
+  CHECK_THROWS_WITH_AS(expert_tp::schedule::generate(moe_workload()),
+                       doctest::Contains("expert_tensor_parallel_size<1>"), std::invalid_argument);
+}
