@@ -1,48 +1,61 @@
-// Schedule quality: for canonical workloads of each family, the simulated step with overlap, the
-// step without, and a lower bound (per rank the larger of the compute it needs on the whole GPU and
-// the time its communication keeps the links busy; the critical path is not included yet).
+// Schedule quality: for canonical workloads of each family, and one with all four composed, the
+// simulated step with overlap, the step without, and a lower bound (sim/bound.hpp: per rank the
+// largest of the compute on the whole GPU, each link's busy time and the critical path).
 // Prints {"records":[...]} on stdout.
 #include <cstdio>
 #include <string>
 #include <vector>
 
 #include <overlap/overlap.hpp>
+#include <overlap/sim/bound.hpp>
 #include <overlap/sim/plan.hpp>
 
 namespace ov = overlap;
 namespace sc = overlap::schedule;
 
 namespace {
-double lower_bound_us(const std::vector<sc::program>& step, const ov::sim::result& r,
-                      const ov::sim::cost_model& cost) {
-  double bound = 0;
-  for (const auto& p : step) {
-    double compute = 0, comm = 0;
-    for (const auto& o : p.ops)
-      if (o.kind == sc::op_kind::compute) compute += cost.compute_us(o, cost.machine().sms);
-    for (const auto& i : r.intervals)
-      if (i.rank == p.rank) {
-        const auto kind = p.ops[static_cast<std::size_t>(i.op)].kind;
-        if (kind == sc::op_kind::collective || kind == sc::op_kind::send || kind == sc::op_kind::recv)
-          comm += i.end_us - i.start_us;
-      }
-    bound = std::max({bound, compute, comm});
-  }
-  return bound;
+std::size_t ops(const std::vector<sc::program>& step) {
+  std::size_t n = 0;
+  for (const auto& p : step) n += p.ops.size();
+  return n;
 }
 
+const char* bound_by(const ov::sim::step_bound& b) {
+  const double v = b.value();
+  if (v == b.critical_path_us) return "critical_path";
+  if (v == b.compute_us) return "compute";
+  return v == b.nvlink_us ? "nvlink" : "network";
+}
+
+void print(const ov::sim::family_plan& plan, const char* family, const char* workload_name,
+           const ov::sim::cost_model& cost, const ov::sim::options& opt, bool& first) {
+  const ov::sim::step_bound b = ov::sim::lower_bound(plan.overlap_step, cost, opt);
+  std::printf("%s{\"family\":\"%s\",\"workload\":\"%s\",\"ops\":%zu,\"baseline_us\":%.1f,"
+              "\"overlap_us\":%.1f,\"lower_bound_us\":%.1f,\"bound_by\":\"%s\","
+              "\"overlap_over_bound\":%.3f}",
+              first ? "" : ",", family, workload_name, ops(plan.overlap_step),
+              plan.baseline.step_time_us, plan.overlap.step_time_us, b.value(), bound_by(b),
+              plan.overlap.step_time_us / b.value());
+  first = false;
+}
+
+/// Each family the config enables, alone, on H100 nodes (`gpus_per_node` of them per node).
 template <class Cfg>
-void records(const char* workload_name, const sc::workload& w, bool& first) {
+void records(const char* workload_name, const sc::workload& w, bool& first, int gpus_per_node = 8) {
+  ov::sim::machine m = ov::sim::h100_node();
+  m.gpus_per_node = gpus_per_node;
+  const ov::sim::cost_model h100(m);
+  for (const auto& plan : ov::sim::plan_families(Cfg::settings, w, h100))
+    print(plan, std::string(sc::to_string(plan.family)).c_str(), workload_name, h100,
+          ov::sim::detail::options_of(Cfg::resolved), first);
+}
+
+/// All the families the config enables, composed into one step.
+template <class Cfg>
+void composed_record(const char* workload_name, const sc::workload& w, bool& first) {
   const ov::sim::cost_model h100(ov::sim::h100_node());
-  for (const auto& plan : ov::sim::plan_families(Cfg::settings, w, h100)) {
-    const std::string family(sc::to_string(plan.family));
-    const double bound = lower_bound_us(plan.overlap_step, plan.overlap, h100);
-    std::printf("%s{\"family\":\"%s\",\"workload\":\"%s\",\"baseline_us\":%.1f,\"overlap_us\":%.1f,"
-                "\"lower_bound_us\":%.1f,\"overlap_over_bound\":%.3f}",
-                first ? "" : ",", family.c_str(), workload_name, plan.baseline.step_time_us,
-                plan.overlap.step_time_us, bound, plan.overlap.step_time_us / bound);
-    first = false;
-  }
+  print(ov::sim::plan_step(Cfg::settings, w, h100), "all", workload_name, h100,
+        ov::sim::detail::options_of(Cfg::resolved), first);
 }
 }  // namespace
 
@@ -52,12 +65,24 @@ int main() {
   sc::workload dense{.layers = 4, .micro_batches = 4, .hidden = 4096, .ffn_hidden = 14336};
   records<ov::config<ov::tp<4>, ov::sequence_parallel<>, ov::tp_comm_overlap<>>>("dense_h4096_tp4", dense, first);
   records<ov::config<ov::dp<8>, ov::distributed_optimizer<>>>("dense_h4096_dp8", dense, first);
-  records<ov::config<ov::pp<4>>>("dense_h4096_pp4_m4", dense, first);
+  sc::workload deep{.layers = 8, .micro_batches = 8, .hidden = 4096, .ffn_hidden = 14336};
+  // Pipeline stages sit on different nodes (Megatron puts pp outermost); inside one NVLink node
+  // a transfer costs less than the SMs that receives posted early hold.
+  records<ov::config<ov::pp<4>, ov::vpp<2>>>("dense_h4096_pp4_vpp2_m8_stage_per_node", deep, first, 1);
   sc::workload moe{.layers = 4, .micro_batches = 4, .hidden = 4096, .experts = 64, .top_k = 8,
                    .moe_ffn_hidden = 768};
   records<ov::config<ov::ep<8>, ov::dp<8>, ov::num_moe_experts<64>, ov::precision<ov::dtype::bf16>,
+                     ov::distributed_optimizer<>,
                      ov::moe_token_dispatcher_type<ov::dispatcher::alltoall>,
                      ov::overlap_moe_expert_parallel_comm<>, ov::delay_wgrad_compute<>>>(
       "moe_h4096_top8_ep8", moe, first);
+  sc::workload moe_pp{.layers = 8, .micro_batches = 8, .hidden = 4096, .ffn_hidden = 14336,
+                      .experts = 64, .top_k = 8, .moe_ffn_hidden = 768};
+  composed_record<ov::config<ov::tp<2>, ov::sequence_parallel<>, ov::tp_comm_overlap<>, ov::pp<2>,
+                             ov::vpp<2>, ov::dp<8>, ov::ep<8>, ov::etp<1>, ov::num_moe_experts<64>,
+                             ov::distributed_optimizer<>, ov::precision<ov::dtype::bf16>,
+                             ov::moe_token_dispatcher_type<ov::dispatcher::alltoall>,
+                             ov::overlap_moe_expert_parallel_comm<>, ov::delay_wgrad_compute<>>>(
+      "moe_h4096_tp2_pp2_vpp2_dp8_ep8", moe_pp, first);
   std::printf("]}\n");
 }

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include <overlap/overlap.hpp>
+#include <overlap/sim/bound.hpp>
 #include <overlap/sim/plan.hpp>
 #include <overlap/verify/verify.hpp>
 
@@ -60,6 +61,10 @@ TEST_CASE("generated programs of a grid of valid layouts verify and simulate to 
                 CHECK_FALSE(plan.baseline.deadlock);
                 CHECK_FALSE(plan.overlap.deadlock);
                 CHECK(plan.overlap.step_time_us > 0);
+                // The bound holds: no simulated step beats it.
+                const auto opt = ov::sim::detail::options_of(ov::derive(s));
+                CHECK(ov::sim::lower_bound(plan.overlap_step, h100, opt).value() <=
+                      plan.overlap.step_time_us * (1 + 1e-9));
               }
             }
   MESSAGE(valid << " valid layouts, " << plans << " plans (families alone and composed)");

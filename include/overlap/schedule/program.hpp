@@ -106,6 +106,10 @@ struct op {
   std::int64_t memory_bytes = 0;  ///< compute: bytes moved to and from device memory
   schedule::family family = schedule::family::none;
   int event = -1;  ///< record/wait
+  /// Communication: the SMs its kernel holds while it runs; -1 for the library's usual figure
+  /// (machine::comm_sms or p2p_sms in the simulator; NCCL's own choice on a GPU), 0 for a copy-
+  /// engine transfer. TP userbuffer slots set it from their `num_sm`.
+  int sms = -1;
   /// Communication ops of one rank with the same group id (>= 0) form one NCCL group
   /// (ncclGroupStart/End): consecutive in issue order, on one stream, launched together; stream
   /// and communicator order apply to the group as a whole, not among its members.

@@ -42,7 +42,8 @@ class tp_builder {
     if (slot.method != ub::method::ring_exchange) {
       const bool side = slot.method != ub::method::none;
       if (side) cross(compute, comm);
-      collective_on(side ? comm : compute, collective::all_gather, name + "_ag", gathered_bytes());
+      collective_on(side ? comm : compute, collective::all_gather, name + "_ag", gathered_bytes(),
+                    side ? slot.num_sm : -1);
       if (side) cross(comm, compute);
       gemm(name, flops);
       return;
@@ -76,8 +77,10 @@ class tp_builder {
       for (int i = 0; i < slot.num_splits; ++i) {
         gemm(name + "_chunk" + std::to_string(i), flops / slot.num_splits);
         cross(compute, comm);
+        // The last split has no GEMM left to hide under: TE gives it UB_MAX_SM (32) SMs.
         collective_on(comm, collective::reduce_scatter, name + "_rs" + std::to_string(i),
-                      gathered_bytes() / slot.num_splits);
+                      gathered_bytes() / slot.num_splits,
+                      i + 1 == slot.num_splits ? last_split_sms : slot.num_sm);
       }
       cross(comm, compute);
       return;
@@ -104,11 +107,12 @@ class tp_builder {
       return;
     }
     cross(compute, comm);
-    collective_on(comm, collective::all_gather, name + "_input_ag", gathered_bytes());
+    collective_on(comm, collective::all_gather, name + "_input_ag", gathered_bytes(), wgrad_slot.num_sm);
     const int gathered = record(comm);
     gemm(name + "_dgrad", flops);
     cross(compute, comm);
-    collective_on(comm, collective::reduce_scatter, name + "_dgrad_rs", gathered_bytes());
+    collective_on(comm, collective::reduce_scatter, name + "_dgrad_rs", gathered_bytes(),
+                  dgrad_slot.num_sm);
     wait(compute, gathered);
     gemm(name + "_wgrad", flops);
     cross(comm, compute);
@@ -161,20 +165,23 @@ class tp_builder {
   int record(int stream) { return e_.record(stream); }
   void wait(int stream, int event) { e_.wait(stream, event); }
   void cross(int from, int to) { e_.cross(from, to); }
-  void collective_on(int stream, collective c, std::string name, std::int64_t bytes) {
+  /// `sms`: the slot's num_sm for userbuffer kernels, -1 for a plain NCCL collective.
+  void collective_on(int stream, collective c, std::string name, std::int64_t bytes, int sms = -1) {
     push({.kind = op_kind::collective, .stream = stream, .name = std::move(name), .coll = c,
-          .comm = comm_index_, .seq = seq_++, .bytes = bytes, .family = family::tp});
+          .comm = comm_index_, .seq = seq_++, .bytes = bytes, .family = family::tp, .sms = sms});
   }
   /// One ring step as an NCCL group: send a chunk `ahead` ranks forward, receive one from `behind`
-  /// ranks back.
+  /// ranks back. TE moves ring chunks by copy engine (its default), which takes no SMs.
   void exchange(const std::string& name, int ahead, int behind) {
     const int r = tp_rank_, group = e_.new_group();
     const std::int64_t chunk = gathered_bytes() / tp_;
     push({.kind = op_kind::send, .stream = ring, .name = name + "_send", .comm = comm_index_,
-          .peer = (r + ahead) % tp_, .bytes = chunk, .family = family::tp, .group = group});
+          .peer = (r + ahead) % tp_, .bytes = chunk, .family = family::tp, .sms = 0, .group = group});
     push({.kind = op_kind::recv, .stream = ring, .name = name + "_recv", .comm = comm_index_,
-          .peer = (r + tp_ - behind) % tp_, .bytes = chunk, .family = family::tp, .group = group});
+          .peer = (r + tp_ - behind) % tp_, .bytes = chunk, .family = family::tp, .sms = 0, .group = group});
   }
+
+  static constexpr int last_split_sms = 32;  ///< TE's UB_MAX_SM
 
   emitter& e_;
   int tp_, tp_rank_;

@@ -8,7 +8,8 @@
 /// whose dependencies are not met blocks every op behind it in that queue (with one connection,
 /// the head-of-line blocking TP ordering relies on). An op starts when it is at its queue's head,
 /// its stream predecessor, its communicator predecessor and the record it waits for are done, and
-/// SMs are free: compute takes every free SM, communication kernels take `machine::comm_sms` from
+/// SMs are free: compute takes every free SM, communication kernels take `op::sms` (by default
+/// `machine::comm_sms` for collectives, `machine::p2p_sms` for send/recv; none by copy engine) from
 /// a running GEMM if need be (which then runs slower until it gets them back when the kernel
 /// ends) and hold them from launch; a collective or send/recv transfers only
 /// once every member of its rendezvous has launched. When nothing can move while ops remain, the
@@ -33,6 +34,10 @@ namespace overlap::sim {
 
 struct options {
   int cuda_device_max_connections = 8;
+  /// No contention for SMs: every compute kernel gets the whole GPU and communication kernels
+  /// none. What is left is the dependencies (hardware-queue order included) and the host's issue
+  /// cost: the step time is then the critical path (see bound.hpp).
+  bool unlimited_resources = false;
 };
 
 namespace detail {
@@ -271,6 +276,17 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
             if (o.kind == op_kind::record || o.kind == op_kind::wait) {
               s.now = state::done;
               s.start = s.end = t;
+            } else if (opt.unlimited_resources) {
+              s.sms = 0;
+              if (o.kind == op_kind::compute) {
+                s.now = state::running;
+                s.start = t;
+                s.end = t + cost.compute_us(o, m.sms);
+                running.emplace(s.end, pi, i);
+              } else {
+                s.now = state::launched;
+                if (s.group >= 0) start_group(static_cast<std::size_t>(s.group), t);
+              }
             } else if (o.kind == op_kind::compute) {
               if (rs.free_sms < 1) break;
               s.sms = rs.free_sms;
@@ -283,9 +299,10 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
             } else {
               // A communication kernel gets its SMs even under a running GEMM: the GEMM's later
               // waves run on fewer SMs, so it finishes later.
-              const int want = std::max(1, o.kind == op_kind::collective ? m.comm_sms : m.p2p_sms);
+              const int want =
+                  o.sms >= 0 ? o.sms : std::max(1, o.kind == op_kind::collective ? m.comm_sms : m.p2p_sms);
               if (rs.free_sms < want) take_sms(pi, want - rs.free_sms, t);
-              if (rs.free_sms < 1) break;
+              if (want > 0 && rs.free_sms < 1) break;
               s.sms = std::min(rs.free_sms, want);
               rs.free_sms -= s.sms;
               s.now = state::launched;
@@ -314,6 +331,7 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
       auto& s = ranks[pi].ops[i];
       if (s.now != state::running || s.end != end) continue;  // stale: its SMs changed since
       s.now = state::done;
+      if (opt.unlimited_resources) continue;
       ranks[pi].free_sms += s.sms;
       if (programs[pi].ops[i].kind == op_kind::compute)
         std::erase(ranks[pi].running_compute, i);

@@ -1,0 +1,72 @@
+#pragma once
+/// @file
+/// A lower bound on a step's time, per rank the largest of: the compute it needs on the whole
+/// GPU, the time its transfers keep each link busy (NVLink inside a node and the network across
+/// nodes, each per direction: a send loads the outgoing one, a receive the incoming one, a ring
+/// collective both), and the critical path (the step simulated without contention for SMs: the
+/// dependencies, the order `cuda_device_max_connections` hardware queues impose and the host's
+/// issue cost). No run of the same programs on the same machine model can be faster; a
+/// simulated step time over the bound says how much SM contention and serialization cost.
+
+#include <algorithm>
+#include <array>
+#include <vector>
+
+#include <overlap/schedule/program.hpp>
+#include <overlap/sim/cost_model.hpp>
+#include <overlap/sim/simulator.hpp>
+
+namespace overlap::sim {
+
+struct step_bound {
+  double compute_us = 0;        ///< max over ranks
+  double nvlink_us = 0;         ///< max over ranks
+  double network_us = 0;        ///< max over ranks
+  double critical_path_us = 0;  ///< the step without contention
+  double value() const { return std::max({compute_us, nvlink_us, network_us, critical_path_us}); }
+};
+
+inline step_bound lower_bound(const std::vector<schedule::program>& programs,
+                              const cost_model& cost, options opt = {}) {
+  step_bound b;
+  const machine& m = cost.machine();
+  opt.unlimited_resources = true;
+  const result ideal = simulate(programs, cost, opt);
+  b.critical_path_us = ideal.step_time_us;
+  // Per program: busy time of [nvlink out, nvlink in, network out, network in].
+  std::vector<std::array<double, 4>> busy(programs.size(), std::array<double, 4>{});
+  std::vector<std::size_t> index_of_rank;  // interval rank -> program index
+  for (std::size_t pi = 0; pi < programs.size(); ++pi) {
+    const auto rank = static_cast<std::size_t>(programs[pi].rank);
+    if (index_of_rank.size() <= rank) index_of_rank.resize(rank + 1, 0);
+    index_of_rank[rank] = pi;
+    double compute = 0;
+    for (const auto& o : programs[pi].ops)
+      if (o.kind == schedule::op_kind::compute) compute += cost.compute_us(o, m.sms);
+    b.compute_us = std::max(b.compute_us, compute);
+  }
+  for (const interval& i : ideal.intervals) {
+    const std::size_t pi = index_of_rank[static_cast<std::size_t>(i.rank)];
+    const schedule::program& p = programs[pi];
+    const schedule::op& o = p.ops[static_cast<std::size_t>(i.op)];
+    if (!schedule::is_communication(o.kind)) continue;
+    const auto& members = p.comms[static_cast<std::size_t>(o.comm)].ranks;
+    bool crosses = false;
+    if (o.kind == schedule::op_kind::collective) {
+      for (const int r : members) crosses |= r / m.gpus_per_node != p.rank / m.gpus_per_node;
+    } else {
+      crosses = members[static_cast<std::size_t>(o.peer)] / m.gpus_per_node != p.rank / m.gpus_per_node;
+    }
+    const std::size_t link = crosses ? 2 : 0;
+    const double d = i.end_us - i.start_us;
+    if (o.kind != schedule::op_kind::recv) busy[pi][link] += d;
+    if (o.kind != schedule::op_kind::send) busy[pi][link + 1] += d;
+  }
+  for (const auto& x : busy) {
+    b.nvlink_us = std::max({b.nvlink_us, x[0], x[1]});
+    b.network_us = std::max({b.network_us, x[2], x[3]});
+  }
+  return b;
+}
+
+}  // namespace overlap::sim
