@@ -1,5 +1,5 @@
 // Simulator speed: simulated ops per second for growing layers x micro-batches x ranks (the DP
-// generator's steps). Prints {"records":[...]} on stdout.
+// family's steps, dp 8 to 64). Prints {"records":[...]} on stdout.
 #include <chrono>
 #include <cstdio>
 
@@ -11,13 +11,15 @@ namespace ov = overlap;
 namespace sc = overlap::schedule;
 
 int main() {
-  using cfg = ov::config<ov::dp<8>, ov::overlap_grad_reduce<>>;
   const ov::sim::cost_model h100(ov::sim::h100_node());
   std::printf("{\"records\":[");
   bool first = true;
   for (const int scale : {1, 2, 4, 8}) {
     sc::workload w{.layers = 8 * scale, .micro_batches = 4 * scale};
-    const auto step = sc::data_parallel_step(cfg::settings, cfg::resolved, w);
+    ov::settings s;
+    s.data_parallel_size = 8 * scale;
+    s.overlap_grad_reduce = true;
+    const auto step = sc::data_parallel_step(s, ov::derive(s), w);
     std::size_t ops = 0;
     for (const auto& p : step) ops += p.ops.size();
     const auto start = std::chrono::steady_clock::now();

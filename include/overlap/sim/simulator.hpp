@@ -70,23 +70,21 @@ struct rank_state {
   int free_sms = 0;
 };
 
-/// Length of the union of `a` minus the union of `b` (intervals as (start, end) pairs).
-inline double uncovered(std::vector<std::pair<double, double>> a,
-                        std::vector<std::pair<double, double>> b) {
-  const auto merge = [](std::vector<std::pair<double, double>>& v) {
-    std::sort(v.begin(), v.end());
-    std::vector<std::pair<double, double>> out;
-    for (const auto& x : v) {
-      if (x.second <= x.first) continue;
-      if (!out.empty() && x.first <= out.back().second)
-        out.back().second = std::max(out.back().second, x.second);
-      else
-        out.push_back(x);
-    }
-    v = std::move(out);
-  };
-  merge(a);
-  merge(b);
+/// Sorts intervals ((start, end) pairs) and merges overlapping ones, dropping empty ones.
+inline void merge(std::vector<std::pair<double, double>>& v) {
+  std::sort(v.begin(), v.end());
+  std::size_t n = 0;
+  for (const auto& x : v) {
+    if (x.second <= x.first) continue;
+    if (n > 0 && x.first <= v[n - 1].second) v[n - 1].second = std::max(v[n - 1].second, x.second);
+    else v[n++] = x;
+  }
+  v.resize(n);
+}
+
+/// Length of `a` outside `b`, both merged (see `merge`).
+inline double uncovered(const std::vector<std::pair<double, double>>& a,
+                        const std::vector<std::pair<double, double>>& b) {
   double total = 0;
   std::size_t j = 0;
   for (const auto& [s, e] : a) {
@@ -99,7 +97,11 @@ inline double uncovered(std::vector<std::pair<double, double>> a,
   return total;
 }
 
-inline double union_length(std::vector<std::pair<double, double>> a) { return uncovered(std::move(a), {}); }
+inline double length(const std::vector<std::pair<double, double>>& merged) {
+  double total = 0;
+  for (const auto& [s, e] : merged) total += e - s;
+  return total;
+}
 
 }  // namespace detail
 
@@ -236,11 +238,21 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
     }
   };
 
+  // Event loop. Only ranks that something happened to are examined: all of them at the start,
+  // then a rank when one of its ops completes or the host's issue of its next queue head comes
+  // due (a wake-up entry, op index `wake`, in the same queue of future times).
+  constexpr std::size_t wake = std::numeric_limits<std::size_t>::max();
+  std::vector<char> dirty(programs.size(), 1);
+  std::vector<std::size_t> work(programs.size());
+  for (std::size_t pi = 0; pi < programs.size(); ++pi) work[pi] = programs.size() - 1 - pi;
   double t = 0;
   for (;;) {
-    for (bool progressed = true; progressed;) {
-      progressed = false;
-      for (std::size_t pi = 0; pi < programs.size(); ++pi) {
+    while (!work.empty()) {
+      const std::size_t pi = work.back();
+      work.pop_back();
+      dirty[pi] = 0;
+      for (bool progressed = true; progressed;) {
+        progressed = false;
         const schedule::program& p = programs[pi];
         detail::rank_state& rs = ranks[pi];
         // The host issues until a host sync whose work is not finished.
@@ -270,7 +282,11 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
             const std::size_t i = rs.queues[q][rs.head[q]];
             const schedule::op& o = p.ops[i];
             detail::op_state& s = rs.ops[i];
-            if (s.issued_at > t || !all_done(pi, s.stream_prev_first, s.stream_prev) ||
+            if (s.issued_at > t) {
+              running.emplace(s.issued_at, pi, wake);
+              break;
+            }
+            if (!all_done(pi, s.stream_prev_first, s.stream_prev) ||
                 !all_done(pi, s.comm_prev_first, s.comm_prev) || !done(pi, s.record))
               break;
             if (o.kind == op_kind::record || o.kind == op_kind::wait) {
@@ -315,22 +331,23 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
       }
     }
 
-    double next = never;
-    if (!running.empty()) next = std::get<0>(running.top());
-    for (std::size_t pi = 0; pi < programs.size(); ++pi)
-      for (std::size_t q = 0; q < ranks[pi].queues.size(); ++q)
-        if (ranks[pi].head[q] < ranks[pi].queues[q].size()) {
-          const double at = ranks[pi].ops[ranks[pi].queues[q][ranks[pi].head[q]]].issued_at;
-          if (at > t) next = std::min(next, at);
-        }
-    if (next == never) break;
-    t = next;
+    if (running.empty()) break;
+    t = std::get<0>(running.top());
     while (!running.empty() && std::get<0>(running.top()) <= t) {
       const auto [end, pi, i] = running.top();
       running.pop();
+      const auto touch = [&] {
+        if (!dirty[pi]) work.push_back(pi);
+        dirty[pi] = 1;
+      };
+      if (i == wake) {
+        touch();
+        continue;
+      }
       auto& s = ranks[pi].ops[i];
       if (s.now != state::running || s.end != end) continue;  // stale: its SMs changed since
       s.now = state::done;
+      touch();
       if (opt.unlimited_resources) continue;
       ranks[pi].free_sms += s.sms;
       if (programs[pi].ops[i].kind == op_kind::compute)
@@ -341,6 +358,9 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
   }
 
   result out;
+  std::size_t total_ops = 0;
+  for (const auto& p : programs) total_ops += p.ops.size();
+  out.intervals.reserve(total_ops);
   std::vector<std::string> blocked;
   for (std::size_t pi = 0; pi < programs.size(); ++pi) {
     const schedule::program& p = programs[pi];
@@ -350,9 +370,9 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
     for (std::size_t i = 0; i < p.ops.size(); ++i) {
       const schedule::op& o = p.ops[i];
       const detail::op_state& s = rs.ops[i];
-      const std::string where = "rank " + std::to_string(p.rank) + " op " + std::to_string(i) +
-                                (o.name.empty() ? "" : " (" + o.name + ")");
       if (s.now != state::done) {
+        const std::string where = "rank " + std::to_string(p.rank) + " op " + std::to_string(i) +
+                                  (o.name.empty() ? "" : " (" + o.name + ")");
         out.deadlock = true;
         std::string why;
         if (o.kind == op_kind::host_sync) why = "the host waits for earlier ops";
@@ -373,9 +393,11 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
       if (o.kind == op_kind::compute) compute.emplace_back(s.start, s.end);
       if (schedule::is_communication(o.kind)) comm[static_cast<std::size_t>(o.family)].emplace_back(s.start, s.end);
     }
-    out.compute_us = std::max(out.compute_us, detail::union_length(compute));
+    detail::merge(compute);
+    out.compute_us = std::max(out.compute_us, detail::length(compute));
     for (std::size_t f = 0; f < comm.size(); ++f) {
-      out.comm_us[f] = std::max(out.comm_us[f], detail::union_length(comm[f]));
+      detail::merge(comm[f]);
+      out.comm_us[f] = std::max(out.comm_us[f], detail::length(comm[f]));
       out.exposed_comm_us[f] = std::max(out.exposed_comm_us[f], detail::uncovered(comm[f], compute));
     }
   }
