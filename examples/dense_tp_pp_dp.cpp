@@ -14,8 +14,9 @@ using llama_70b = ov::config<
     ov::gpu<ov::gpu_model::h100>>;
 
 int main(int argc, char** argv) {
-  // 8 of the model's 80 layers keep the simulation small; sizes as the model's.
-  overlap::schedule::workload w{.layers = 8, .micro_batches = 4, .seq_length = 8192, .hidden = 8192,
+  // 20 of the model's 80 layers (one per pp x vpp chunk) keep the simulation small; sizes as the
+  // model's.
+  overlap::schedule::workload w{.layers = 20, .micro_batches = 4, .seq_length = 8192, .hidden = 8192,
                                 .ffn_hidden = 28672, .heads = 64, .vocab = 128256};
   show<llama_70b>("dense TP4 x PP4 (VPP5) x DP4, TP preset", w, "llama_70b", argc, argv);
 }

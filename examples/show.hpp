@@ -1,8 +1,9 @@
 #pragma once
 // Shared by the examples: prints a valid config's resolved settings, environment and notes, then
-// simulates each overlap family it enables on an H100 node, with and without overlap, prints the
-// predicted step time and exposed communication, and writes the overlapped timelines (Chrome
-// trace JSON and SVG) into the directory given as the first argument.
+// simulates each overlap family it enables on an H100 node, with and without overlap, and then
+// all of them composed into one step; prints the predicted step time and exposed communication,
+// and writes the overlapped timelines (Chrome trace JSON and SVG) into the directory given as the
+// first argument.
 
 #include <cstdio>
 #include <fstream>
@@ -15,6 +16,14 @@
 #include <overlap/sim/plan.hpp>
 #include <overlap/trace/chrome_trace.hpp>
 #include <overlap/trace/svg_timeline.hpp>
+
+/// The overlapped step's Chrome trace and SVG picture as `base`.json and `base`.svg.
+inline void write_timelines(const std::string& base, const overlap::sim::family_plan& plan) {
+  std::ofstream json(base + ".json");
+  overlap::trace::write_chrome_trace(json, plan.overlap_step, plan.overlap);
+  std::ofstream svg(base + ".svg");
+  overlap::trace::write_svg_timeline(svg, plan.overlap_step, plan.overlap);
+}
 
 template <class Cfg>
 void show(std::string_view title, const overlap::schedule::workload& w, std::string_view name,
@@ -41,11 +50,20 @@ void show(std::string_view title, const overlap::schedule::workload& w, std::str
                 plan.baseline.exposed_comm_us[f], plan.overlap.exposed_comm_us[f],
                 plan.overlap.deadlock || plan.baseline.deadlock ? "  HANG" : "");
     if (!plan.note.empty()) std::cout << "       (" << plan.note << ")\n";
-    const std::string base = dir + "/" + std::string(name) + "_" + family;
-    std::ofstream json(base + ".json");
-    overlap::trace::write_chrome_trace(json, plan.overlap_step, plan.overlap);
-    std::ofstream svg(base + ".svg");
-    overlap::trace::write_svg_timeline(svg, plan.overlap_step, plan.overlap);
+    write_timelines(dir + "/" + std::string(name) + "_" + family, plan);
   }
-  std::cout << "timelines: " << dir << "/" << name << "_<family>.{json,svg}\n";
+  const auto all = overlap::sim::plan_step(Cfg::settings, w, h100);
+  std::cout << "-- all families composed: " << all.overlap_step.size() << " ranks --\n";
+  std::printf("step_us: baseline %.0f, overlap %.0f%s\n", all.baseline.step_time_us,
+              all.overlap.step_time_us, all.overlap.deadlock || all.baseline.deadlock ? "  HANG" : "");
+  for (const auto f : {overlap::schedule::family::tp, overlap::schedule::family::dp,
+                       overlap::schedule::family::pp, overlap::schedule::family::ep}) {
+    const auto i = static_cast<std::size_t>(f);
+    if (all.baseline.comm_us[i] == 0 && all.overlap.comm_us[i] == 0) continue;
+    std::printf("exposed %s_us: baseline %.0f, overlap %.0f\n",
+                std::string(overlap::schedule::to_string(f)).c_str(), all.baseline.exposed_comm_us[i],
+                all.overlap.exposed_comm_us[i]);
+  }
+  write_timelines(dir + "/" + std::string(name) + "_all", all);
+  std::cout << "timelines: " << dir << "/" << name << "_<family|all>.{json,svg}\n";
 }

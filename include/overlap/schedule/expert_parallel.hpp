@@ -66,7 +66,7 @@ class ep_builder {
   /// A phase of one micro-batch's chain: it waits for the chain's previous phase (on the other
   /// stream) and becomes the chain's last record. `chain_event` is that chain's last record.
   void comm_in_chain(int& chain_event, const std::string& name) {
-    if (chain_event >= 0) push({.kind = op_kind::wait, .stream = ep_stream, .event = chain_event});
+    if (chain_event >= 0) e_.wait(ep_stream, chain_event);
     push({.kind = op_kind::collective, .stream = ep_stream, .name = name,
           .coll = collective::all_to_all, .comm = comm_index_, .seq = seq_++, .bytes = tokens_bytes_,
           .family = family::ep});
@@ -75,7 +75,7 @@ class ep_builder {
   /// The compute phase of a chain (`work` issues it on the compute stream); see `comm_in_chain`.
   template <class Work>
   void work_in_chain(int& chain_event, Work&& work) {
-    if (chain_event >= 0) push({.kind = op_kind::wait, .stream = compute, .event = chain_event});
+    if (chain_event >= 0) e_.wait(compute, chain_event);
     work();
     chain_event = record(compute);
   }
@@ -103,7 +103,7 @@ class ep_builder {
   void reset_chains() { chain_f_ = chain_b_ = -1; }
 
   /// The step ends when the ep stream has drained too.
-  void finish() { push({.kind = op_kind::wait, .stream = compute, .event = record(ep_stream)}); }
+  void finish() { e_.cross(ep_stream, compute); }
 
  private:
   void push(op o) { e_.push(std::move(o)); }
