@@ -336,9 +336,10 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
     while (!running.empty() && std::get<0>(running.top()) <= t) {
       const auto [end, pi, i] = running.top();
       running.pop();
+      const std::size_t rank_index = pi;  // clang 14 cannot capture a structured binding
       const auto touch = [&] {
-        if (!dirty[pi]) work.push_back(pi);
-        dirty[pi] = 1;
+        if (!dirty[rank_index]) work.push_back(rank_index);
+        dirty[rank_index] = 1;
       };
       if (i == wake) {
         touch();
