@@ -20,11 +20,6 @@ std::vector<sc::program> step_of(const sc::workload& w) {
   return sc::data_parallel_step(Cfg::settings, Cfg::resolved, w);
 }
 
-std::string findings(const std::vector<sc::program>& step) {
-  std::string all;
-  for (const auto& f : ov::verify::verify(step)) all += ov::verify::describe(f, step) + "\n";
-  return all;
-}
 }  // namespace
 
 TEST_CASE("buckets are formed in reverse layer order") {
@@ -44,7 +39,7 @@ TEST_CASE("with DP overlap and a compute-bound backward only the last bucket's r
   using serial = ov::config<ov::dp<8>>;
   const auto o_step = step_of<overlapped>(w);
   const auto s_step = step_of<serial>(w);
-  INFO(findings(o_step));
+  INFO(ov::verify::verify_report(o_step));
   CHECK(ov::verify::verify(o_step).empty());
   CHECK(ov::verify::verify(s_step).empty());
 
@@ -67,7 +62,7 @@ TEST_CASE("param all-gathers are prefetched one bucket ahead with the distribute
   w.micro_batches = 1;
   using cfg = ov::config<ov::dp<8>, ov::distributed_optimizer<>, ov::num_buckets<4>>;
   const auto step = step_of<cfg>(w);
-  INFO(findings(step));
+  INFO(ov::verify::verify_report(step));
   CHECK(ov::verify::verify(step).empty());
   const auto r = ov::sim::simulate(step, ov::sim::cost_model(ov::sim::h100_node()));
   REQUIRE_FALSE(r.deadlock);

@@ -40,8 +40,7 @@ sc::workload moe_workload() {  // MoE layers with top-8 routing: 4 layers, 4 mic
 template <class Cfg>
 ov::sim::result run(const sc::workload& w, std::vector<sc::program>* keep = nullptr) {
   auto step = sc::expert_parallel_step(Cfg::settings, Cfg::resolved, w);
-  std::string problems;
-  for (const auto& f : ov::verify::verify(step)) problems += ov::verify::describe(f, step) + "\n";
+  const std::string problems = ov::verify::verify_report(step);
   INFO(problems);
   CHECK(problems.empty());
   auto r = ov::sim::simulate(step, ov::sim::cost_model(ov::sim::h100_node()));

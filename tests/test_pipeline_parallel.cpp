@@ -49,8 +49,7 @@ TEST_CASE("the 1F1B pipeline verifies and its bubble is (p - 1) / (m + p - 1)") 
       w.layers = 8;
       w.micro_batches = m;
       const auto step = sc::pipeline_parallel_step(s, r, w);
-      std::string problems;
-      for (const auto& f : ov::verify::verify(step)) problems += ov::verify::describe(f, step) + "\n";
+      const std::string problems = ov::verify::verify_report(step);
       CAPTURE(stages);
       CAPTURE(m);
       INFO(problems);
@@ -104,11 +103,6 @@ double simulated_bubble(const std::vector<sc::program>& step, const ov::sim::cos
   return 1 - ideal / result.step_time_us;
 }
 
-std::string findings(const std::vector<sc::program>& step) {
-  std::string problems;
-  for (const auto& f : ov::verify::verify(step)) problems += ov::verify::describe(f, step) + "\n";
-  return problems;
-}
 }  // namespace
 
 TEST_CASE("interleaved 1F1B verifies and its bubble is (p - 1) / (v m + p - 1)") {
@@ -123,7 +117,7 @@ TEST_CASE("interleaved 1F1B verifies and its bubble is (p - 1) / (v m + p - 1)")
       CAPTURE(stages);
       CAPTURE(chunks);
       CAPTURE(m);
-      const std::string problems = findings(step);
+      const std::string problems = ov::verify::verify_report(step);
       INFO(problems);
       CHECK(problems.empty());
       const double formula = static_cast<double>(stages - 1) / (chunks * m + stages - 1);
@@ -153,7 +147,7 @@ TEST_CASE("overlap_p2p_comm hides the pipeline transfers that batch_p2p_comm exp
   w.micro_batches = 8;
   const auto fast = sc::pipeline_parallel_step(overlapped::settings, overlapped::resolved, w);
   const auto slow = sc::pipeline_parallel_step(batched::settings, batched::resolved, w);
-  const std::string problems = findings(fast) + findings(slow);
+  const std::string problems = ov::verify::verify_report(fast) + ov::verify::verify_report(slow);
   INFO(problems);
   CHECK(problems.empty());
   // Separate streams and a communicator per direction for the overlapped schedule.

@@ -31,11 +31,6 @@ sc::workload moe_workload() {
                       .moe_ffn_hidden = 1024};
 }
 
-std::string findings(const std::vector<sc::program>& step) {
-  std::string all;
-  for (const auto& f : ov::verify::verify(step)) all += ov::verify::describe(f, step) + "\n";
-  return all;
-}
 }  // namespace
 
 TEST_CASE("a config type's schedule has one component per enabled family") {
@@ -54,7 +49,7 @@ TEST_CASE("a config type's schedule has one component per enabled family") {
 TEST_CASE("all four families compose into one verified program per rank") {
   const auto step = all_four::schedule::generate(moe_workload());
   REQUIRE(step.size() == 2 * 2 * 4);  // tp x pp x dp
-  const std::string problems = findings(step);
+  const std::string problems = ov::verify::verify_report(step);
   INFO(problems);
   CHECK(problems.empty());
   std::set<int> ranks;
@@ -88,7 +83,7 @@ TEST_CASE("the composed step with every overlap on beats the same step with ever
   const auto plan = ov::sim::plan_step(all_four::settings, moe_workload(), h100);
   REQUIRE_FALSE(plan.overlap.deadlock);
   REQUIRE_FALSE(plan.baseline.deadlock);
-  CHECK(findings(plan.baseline_step).empty());
+  CHECK(ov::verify::verify_report(plan.baseline_step).empty());
   double exposed = 0, exposed_base = 0;
   for (const auto f : {sc::family::tp, sc::family::dp, sc::family::pp, sc::family::ep}) {
     const auto i = static_cast<std::size_t>(f);
@@ -147,7 +142,7 @@ TEST_CASE("records are issued late, so one hardware queue does not serialize wha
   CHECK(ops[1].name == "gemm");
   CHECK(ops[2].kind == sc::op_kind::record);
   CHECK(ops[3].kind == sc::op_kind::wait);
-  CHECK(findings(step).empty());
+  CHECK(ov::verify::verify_report(step).empty());
   const ov::sim::cost_model h100(ov::sim::h100_node());
   const auto r = ov::sim::simulate(step, h100, {.cuda_device_max_connections = 1});
   REQUIRE_FALSE(r.deadlock);

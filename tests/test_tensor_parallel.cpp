@@ -22,12 +22,6 @@ struct ring_reduce_scatter {
   using fc2_fprop = ov::ub::ring_exchange<>;
 };
 
-std::string findings(const std::vector<sc::program>& step) {
-  std::string all;
-  for (const auto& f : ov::verify::verify(step)) all += ov::verify::describe(f, step) + "\n";
-  return all;
-}
-
 /// A tp = 4 step made of one GEMM slot, on an H100 node.
 template <class Build>
 ov::sim::result one_gemm(Build build) {
@@ -41,7 +35,7 @@ ov::sim::result one_gemm(Build build) {
     build(b);
     step.push_back(std::move(p));
   }
-  INFO(findings(step));
+  INFO(ov::verify::verify_report(step));
   CHECK(ov::verify::verify(step).empty());
   return ov::sim::simulate(step, ov::sim::cost_model(ov::sim::h100_node()));
 }
@@ -74,7 +68,7 @@ TEST_CASE("TP overlap: every slot method verifies and shortens the step") {
     const std::string& name = variant.first;  // not a structured binding: clang 14 cannot capture one
     const std::vector<sc::program>& step = variant.second;
     CAPTURE(name);
-    INFO(findings(step));
+    INFO(ov::verify::verify_report(step));
     CHECK(ov::verify::verify(step).empty());
     const auto r = ov::sim::simulate(step, h100);
     REQUIRE_FALSE(r.deadlock);

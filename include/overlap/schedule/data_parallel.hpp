@@ -61,7 +61,7 @@ class dp_buckets {
  public:
   dp_buckets(emitter& e, int compute_stream, std::vector<dp_part> parts, int layers,
              const settings& s, const resolved_settings& r, const workload& w)
-      : e_(e), compute_(compute_stream), layers_(layers), micro_batches_(w.micro_batches),
+      : e_(e), compute_(compute_stream), micro_batches_(w.micro_batches),
         r_(r), dist_opt_(s.distributed_optimizer), param_bytes_(w.element_bytes()),
         grad_bytes_(s.grad_reduce_in_fp32 ? 4 : w.element_bytes()) {
     for (dp_part& part : parts)
@@ -179,7 +179,7 @@ class dp_buckets {
   }
 
   emitter& e_;
-  int compute_, layers_, micro_batches_;
+  int compute_, micro_batches_;
   const resolved_settings& r_;
   bool dist_opt_;
   int param_bytes_, grad_bytes_;

@@ -361,4 +361,11 @@ inline std::vector<finding> verify(const std::vector<schedule::program>& program
   return out;
 }
 
+/// Every finding of `verify(programs)`, described one per line; empty when the step verifies.
+inline std::string verify_report(const std::vector<schedule::program>& programs) {
+  std::string text;
+  for (const finding& f : verify(programs)) text += describe(f, programs) + "\n";
+  return text;
+}
+
 }  // namespace overlap::verify
