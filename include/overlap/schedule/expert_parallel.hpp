@@ -27,6 +27,12 @@ namespace overlap::schedule {
 
 namespace detail {
 
+/// Forward flops of the routed experts of one MoE layer on one rank, whose `tp` ranks share the
+/// micro-batch's tokens (sequence parallel): top_k SwiGLU experts (3 h x ffn matrices) per token.
+inline double moe_expert_flops(const workload& w, int tp) {
+  return 2 * static_cast<double>(w.tokens()) / tp * w.top_k * 3 * w.hidden * w.moe_ffn_hidden;
+}
+
 /// Attention on one GPU (no tensor parallelism): one op forward, one backward, and with
 /// `delay_wgrad_compute` the weight gradient split out of the backward.
 class whole_attention {
@@ -58,8 +64,7 @@ class ep_builder {
              const std::vector<int>& ranks, const workload& w, int tp, bool delay_wgrad)
       : e_(e), delay_(delay_wgrad), compute(compute_stream),
         ep_stream(e.add_stream(stream_role::ep_comm, -1)), comm_index_(e.comm(comm_name, ranks)) {
-    const double t = static_cast<double>(w.tokens()) / tp, h = w.hidden;
-    experts_ = 2 * t * w.top_k * 3 * h * w.moe_ffn_hidden;
+    experts_ = moe_expert_flops(w, tp);
     tokens_bytes_ = w.tokens() / tp * w.top_k * w.hidden * w.element_bytes();
   }
 

@@ -127,12 +127,6 @@ class pp_stage {
   /// Whether action i is a steady-state forward (see `steady_pair`).
   bool paired(std::size_t i) const { return steady_pair(i, warmup_, order_.size()); }
 
-  /// Layers [first, first + count) of the model that action `a` runs.
-  std::pair<int, int> layers(const pp_action& a, int model_layers) const {
-    const int per_chunk = model_layers / (stages_ * chunks_);
-    return {(a.chunk * stages_ + stage_) * per_chunk, per_chunk};
-  }
-
   void before(std::size_t i) {
     if (!overlap_) {
       if (!step_start_[i]) return;

@@ -91,8 +91,7 @@ class layer_writer {
     }
     const std::string fat = "_l" + std::to_string(l) + "_mb" + std::to_string(f);
     const std::string bat = "_l" + std::to_string(bl) + "_mb" + std::to_string(b);
-    const double experts = 2 * static_cast<double>(w_.tokens()) / tp_ * w_.top_k * 3 * w_.hidden *
-                           w_.moe_ffn_hidden;
+    const double experts = moe_expert_flops(w_, tp_);
     if (f >= 0) {
       if (moe()) {
         attention.forward(fat);
