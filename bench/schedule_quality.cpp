@@ -47,7 +47,7 @@ void records(const char* workload_name, const sc::workload& w, bool& first, int 
   const ov::sim::cost_model h100(m);
   for (const auto& plan : ov::sim::plan_families(Cfg::settings, w, h100))
     print(plan, std::string(sc::to_string(plan.family)).c_str(), workload_name, h100,
-          ov::sim::detail::options_of(Cfg::resolved), first);
+          ov::sim::options_for(Cfg::resolved), first);
 }
 
 /// All the families the config enables, composed into one step.
@@ -55,7 +55,7 @@ template <class Cfg>
 void composed_record(const char* workload_name, const sc::workload& w, bool& first) {
   const ov::sim::cost_model h100(ov::sim::h100_node());
   print(ov::sim::plan_step(Cfg::settings, w, h100), "all", workload_name, h100,
-        ov::sim::detail::options_of(Cfg::resolved), first);
+        ov::sim::options_for(Cfg::resolved), first);
 }
 }  // namespace
 

@@ -62,7 +62,7 @@ TEST_CASE("generated programs of a grid of valid layouts verify and simulate to 
                 CHECK_FALSE(plan.overlap.deadlock);
                 CHECK(plan.overlap.step_time_us > 0);
                 // The bound holds: no simulated step beats it.
-                const auto opt = ov::sim::detail::options_of(ov::derive(s));
+                const auto opt = ov::sim::options_for(ov::derive(s));
                 CHECK(ov::sim::lower_bound(plan.overlap_step, h100, opt).value() <=
                       plan.overlap.step_time_us * (1 + 1e-9));
               }

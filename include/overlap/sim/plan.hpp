@@ -53,10 +53,13 @@ inline settings without_overlap(settings s, schedule::family f) {
   return s;
 }
 
-inline options options_of(const resolved_settings& r) {
+}  // namespace detail
+
+/// The simulator options a configuration implies: its CUDA_DEVICE_MAX_CONNECTIONS (CUDA's default
+/// 8 when it leaves the variable alone).
+inline options options_for(const resolved_settings& r) {
   return options{.cuda_device_max_connections = r.cuda_device_max_connections.value_or(8)};
 }
-}  // namespace detail
 
 /// The per-family comparison for settings `s` (valid: see `validate`) and workload `w`.
 inline std::vector<family_plan> plan_families(const settings& s, const schedule::workload& w,
@@ -86,8 +89,8 @@ inline std::vector<family_plan> plan_families(const settings& s, const schedule:
     const resolved_settings base = derive(base_settings);
     plan.overlap_step = c.generate(s, r, w);
     plan.baseline_step = c.generate(base_settings, base, w);
-    plan.overlap = simulate(plan.overlap_step, cost, detail::options_of(r));
-    plan.baseline = simulate(plan.baseline_step, cost, detail::options_of(base));
+    plan.overlap = simulate(plan.overlap_step, cost, options_for(r));
+    plan.baseline = simulate(plan.baseline_step, cost, options_for(base));
     out.push_back(std::move(plan));
   }
   return out;
@@ -102,8 +105,8 @@ inline family_plan plan_step(const settings& s, const schedule::workload& w, con
   const resolved_settings base = derive(base_settings);
   plan.overlap_step = schedule::compose_step(s, r, w);
   plan.baseline_step = schedule::compose_step(base_settings, base, w);
-  plan.overlap = simulate(plan.overlap_step, cost, detail::options_of(r));
-  plan.baseline = simulate(plan.baseline_step, cost, detail::options_of(base));
+  plan.overlap = simulate(plan.overlap_step, cost, options_for(r));
+  plan.baseline = simulate(plan.baseline_step, cost, options_for(base));
   return plan;
 }
 
