@@ -11,7 +11,7 @@
 #include <tuple>
 #include <vector>
 
-#include <overlap/schedule/program.hpp>
+#include <overlap/program/program.hpp>
 
 namespace overlap::schedule {
 

@@ -1,0 +1,235 @@
+#pragma once
+/// @file
+/// What a step program means, in one place: every backend (verifier, simulator, lower bound, CUDA
+/// executor) reads programs through this header and keeps no rules of its own.
+///
+/// - Structure (`structure_problems`): the indices an op names exist, its kind fits its type, a
+///   wait follows a record of its event, a group's members are consecutive communication ops on
+///   one stream, sizes are finite and not negative.
+/// - Order on one rank (`rank_order`): an op follows the previous op of its stream and, for
+///   communication, the previous op of its communicator (stream FIFO, communicator FIFO); a wait
+///   follows the latest record of its event before it; everything after a host sync follows it,
+///   and the sync follows everything before it. The members of an NCCL group start together: they
+///   share the predecessors their group had when it started, and whatever follows the group on a
+///   stream or communicator follows every member (a member completes with its own partner).
+/// - Across ranks (`match_rendezvous`, rendezvous.hpp): the k-th collective of a communicator on
+///   each member meets the others; the n-th send from a to b meets the n-th recv on b from a.
+/// - Placement (`crosses_nodes`): whether an op's transfer leaves the node.
+
+#include <cmath>
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <overlap/program/program.hpp>
+#include <overlap/program/rendezvous.hpp>
+
+namespace overlap::schedule {
+
+/// Which structural rule an op breaks; backends map it to their own wording or error id.
+enum class structure_rule : std::uint8_t {
+  kind,        ///< op kind, collective or type out of range, or a type run as another kind
+  stream,      ///< stream index out of range
+  comm,        ///< communicator index out of range, or this rank not a member
+  peer,        ///< send/recv peer not another rank of the communicator
+  event,       ///< event index out of range
+  wait_order,  ///< a wait before any record of its event
+  group,       ///< group members not consecutive, not on one stream, or not communication
+  buffer,      ///< buffer index out of range
+  size         ///< negative or non-finite bytes or flops
+};
+
+struct structure_problem {
+  int op = -1;  ///< -1: the program as a whole
+  structure_rule rule = structure_rule::kind;
+  std::string text;
+};
+
+/// The position of `rank` in `c`, or -1.
+inline int member_index(const communicator& c, int rank) {
+  for (std::size_t i = 0; i < c.ranks.size(); ++i)
+    if (c.ranks[i] == rank) return static_cast<int>(i);
+  return -1;
+}
+
+/// Every structural problem of `p`; empty when each op can be read as the model says.
+inline std::vector<structure_problem> structure_problems(const program& p) {
+  std::vector<structure_problem> out;
+  const auto bad = [&](std::size_t i, structure_rule rule, std::string why) {
+    out.push_back({static_cast<int>(i), rule, std::move(why)});
+  };
+  const auto in = [](auto v, std::size_t n) { return v >= 0 && static_cast<std::size_t>(v) < n; };
+  if (p.num_events < 0)
+    out.push_back({-1, structure_rule::event, "num_events is " + std::to_string(p.num_events)});
+  const std::size_t events = p.num_events < 0 ? 0 : static_cast<std::size_t>(p.num_events);
+  std::vector<bool> recorded(events, false);
+  for (std::size_t i = 0; i < p.ops.size(); ++i) {
+    const op& o = p.ops[i];
+    if (static_cast<unsigned>(o.kind) > static_cast<unsigned>(op_kind::host_sync)) {
+      bad(i, structure_rule::kind, "op kind " + std::to_string(static_cast<int>(o.kind)) + " does not exist");
+      continue;
+    }
+    if (!is_valid(o.key.type) || !is_valid(o.key.slot)) {
+      bad(i, structure_rule::kind, "op type " + std::to_string(static_cast<int>(o.key.type)) + " does not exist");
+      continue;
+    }
+    if (o.key.type != op_type::none && kind_of(o.key.type) != o.kind)
+      bad(i, structure_rule::kind,
+          std::string(to_string(o.key.type)) + " runs as " + std::string(to_string(kind_of(o.key.type))) +
+              ", not as " + std::string(to_string(o.kind)));
+    if (o.kind == op_kind::collective &&
+        static_cast<unsigned>(o.coll) > static_cast<unsigned>(collective::all_to_all))
+      bad(i, structure_rule::kind, "collective " + std::to_string(static_cast<int>(o.coll)) + " does not exist");
+    if (o.kind != op_kind::host_sync && !in(o.stream, p.streams.size()))
+      bad(i, structure_rule::stream, "stream " + std::to_string(o.stream) + " does not exist");
+    if (o.bytes < 0 || o.memory_bytes < 0 || !std::isfinite(o.flops) || o.flops < 0)
+      bad(i, structure_rule::size, "negative or non-finite size (bytes " + std::to_string(o.bytes) +
+                                       ", memory bytes " + std::to_string(o.memory_bytes) + ", flops " +
+                                       std::to_string(o.flops) + ")");
+    if (is_communication(o.kind)) {
+      if (!in(o.comm, p.comms.size())) {
+        bad(i, structure_rule::comm, "communicator " + std::to_string(o.comm) + " does not exist");
+      } else {
+        const communicator& c = p.comms[static_cast<std::size_t>(o.comm)];
+        if (member_index(c, p.rank) < 0)
+          bad(i, structure_rule::comm, "rank " + std::to_string(p.rank) + " is not a member of communicator " + c.name);
+        else if (o.kind != op_kind::collective &&
+                 (!in(o.peer, c.ranks.size()) || c.ranks[static_cast<std::size_t>(o.peer)] == p.rank))
+          bad(i, structure_rule::peer, "peer " + std::to_string(o.peer) + " is not another rank of " + c.name);
+      }
+    }
+    if (o.kind == op_kind::record || o.kind == op_kind::wait) {
+      if (!in(o.event, events)) {
+        bad(i, structure_rule::event, "event " + std::to_string(o.event) + " does not exist");
+      } else if (o.kind == op_kind::record) {
+        recorded[static_cast<std::size_t>(o.event)] = true;
+      } else if (!recorded[static_cast<std::size_t>(o.event)]) {
+        bad(i, structure_rule::wait_order,
+            "waits for event " + std::to_string(o.event) +
+                " before any record of it (the wait would not order anything)");
+      }
+    }
+    if (o.group >= 0) {
+      const bool continues = i > 0 && p.ops[i - 1].group == o.group;
+      if (!is_communication(o.kind)) bad(i, structure_rule::group, "only communication ops can be grouped");
+      else if (continues && p.ops[i - 1].stream != o.stream)
+        bad(i, structure_rule::group, "a group's ops must be on one stream");
+      for (std::size_t j = 0; j + 1 < i && !continues; ++j)
+        if (p.ops[j].group == o.group) {
+          bad(i, structure_rule::group, "a group's ops must be consecutive in issue order");
+          break;
+        }
+    }
+    for (const auto* list : {&o.reads, &o.writes})
+      for (const int b : *list)
+        if (!in(b, p.buffers.size())) bad(i, structure_rule::buffer, "buffer " + std::to_string(b) + " does not exist");
+  }
+  return out;
+}
+
+/// The order of one rank's ops (a program that `structure_problems` accepts): each op's
+/// predecessors on the rank, all earlier in issue order, and each op's NCCL group as a range.
+class rank_order {
+ public:
+  explicit rank_order(const program& p) {
+    const std::size_t n = p.ops.size();
+    first_.resize(n);
+    last_.resize(n);
+    for (std::size_t i = 0; i < n; ++i)
+      first_[i] = i > 0 && p.ops[i].group >= 0 && p.ops[i - 1].group == p.ops[i].group ? first_[i - 1] : i;
+    for (std::size_t i = n; i-- > 0;)
+      last_[i] = i + 1 < n && p.ops[i + 1].group >= 0 && p.ops[i + 1].group == p.ops[i].group ? last_[i + 1] : i;
+
+    // What the next op on a stream (communicator) follows: one op, or a whole group's members;
+    // and what a group's later members follow, taken when the group started.
+    std::vector<std::vector<std::size_t>> after_stream(p.streams.size()), after_comm(p.comms.size());
+    std::vector<std::vector<std::size_t>> group_stream(p.streams.size()), group_comm(p.comms.size());
+    std::vector<std::size_t> comm_group_first(p.comms.size(), n);  // the group a comm's last op is in
+    std::vector<long> last_record(static_cast<std::size_t>(std::max(p.num_events, 0)), -1);
+    long last_sync = -1;
+    offsets_.reserve(n + 1);
+    offsets_.push_back(0);
+    std::vector<std::size_t> mine;
+    for (std::size_t i = 0; i < n; ++i) {
+      const op& o = p.ops[i];
+      mine.clear();
+      if (last_sync >= 0) mine.push_back(static_cast<std::size_t>(last_sync));
+      if (o.kind == op_kind::host_sync) {
+        for (std::size_t j = last_sync < 0 ? 0 : static_cast<std::size_t>(last_sync) + 1; j < i; ++j)
+          mine.push_back(j);
+        last_sync = static_cast<long>(i);
+        close(mine);
+        continue;
+      }
+      const auto s = static_cast<std::size_t>(o.stream);
+      if (first_[i] != i) {  // a later member of a group
+        append(mine, group_stream[s]);
+        after_stream[s].push_back(i);
+      } else {
+        append(mine, after_stream[s]);
+        group_stream[s] = std::move(after_stream[s]);
+        after_stream[s].assign(1, i);
+      }
+      if (is_communication(o.kind)) {
+        const auto c = static_cast<std::size_t>(o.comm);
+        if (first_[i] != i && comm_group_first[c] == first_[i]) {
+          append(mine, group_comm[c]);
+          after_comm[c].push_back(i);
+        } else {
+          append(mine, after_comm[c]);
+          group_comm[c] = std::move(after_comm[c]);
+          after_comm[c].assign(1, i);
+          comm_group_first[c] = first_[i];
+        }
+      }
+      if (o.kind == op_kind::record) last_record[static_cast<std::size_t>(o.event)] = static_cast<long>(i);
+      if (o.kind == op_kind::wait && last_record[static_cast<std::size_t>(o.event)] >= 0)
+        mine.push_back(static_cast<std::size_t>(last_record[static_cast<std::size_t>(o.event)]));
+      close(mine);
+    }
+  }
+
+  std::size_t size() const { return first_.size(); }
+  /// The ops op `i` must wait for on its rank (duplicates removed, in no particular order).
+  std::span<const std::size_t> predecessors(std::size_t i) const {
+    return {preds_.data() + offsets_[i], offsets_[i + 1] - offsets_[i]};
+  }
+  /// The first and last member of op `i`'s NCCL group (`i` itself when it is not grouped).
+  std::size_t group_first(std::size_t i) const { return first_[i]; }
+  std::size_t group_last(std::size_t i) const { return last_[i]; }
+
+ private:
+  static void append(std::vector<std::size_t>& to, const std::vector<std::size_t>& from) {
+    to.insert(to.end(), from.begin(), from.end());
+  }
+  void close(std::vector<std::size_t>& mine) {
+    std::sort(mine.begin(), mine.end());
+    mine.erase(std::unique(mine.begin(), mine.end()), mine.end());
+    preds_.insert(preds_.end(), mine.begin(), mine.end());
+    offsets_.push_back(preds_.size());
+  }
+
+  std::vector<std::size_t> first_, last_;
+  std::vector<std::size_t> offsets_, preds_;
+};
+
+/// The node of a global rank with `gpus_per_node` GPUs per node.
+constexpr int node_of(int rank, int gpus_per_node) { return gpus_per_node > 0 ? rank / gpus_per_node : 0; }
+
+/// Whether communication op `o` of program `p` moves data off the node: a collective when any
+/// member of its communicator sits on another node, a send/recv when its peer does.
+inline bool crosses_nodes(const program& p, const op& o, int gpus_per_node) {
+  const auto& members = p.comms[static_cast<std::size_t>(o.comm)].ranks;
+  const int home = node_of(p.rank, gpus_per_node);
+  if (o.kind != op_kind::collective)
+    return node_of(members[static_cast<std::size_t>(o.peer)], gpus_per_node) != home;
+  for (const int r : members)
+    if (node_of(r, gpus_per_node) != home) return true;
+  return false;
+}
+
+}  // namespace overlap::schedule
