@@ -1,14 +1,17 @@
 #pragma once
-// Helpers for the executor's tests: the executor over the recording shim, a program builder,
-// and resources that satisfy a whole program (every kernel logs its name and stream).
+// Helpers for the executor's tests: the executor over the recording shim, and resources that
+// satisfy a whole program (every kernel logs the op's display name and stream; the buffer
+// provider gives each communication op exactly the bytes it needs on each side).
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <overlap/cuda/executor.hpp>
-#include <overlap/schedule/program.hpp>
+#include <overlap/program/program.hpp>
 
 #include "recording_api.hpp"
 
@@ -17,6 +20,8 @@ namespace shim {
 namespace sc = overlap::schedule;
 using executor = overlap::cuda::basic_executor<recording_api>;
 using resources = executor::resources;
+using buffer = executor::buffer;
+using overlap::schedule::op_type;
 
 /// One communicator state per program communicator, each with the program's size and its rank.
 inline std::map<std::string, std::unique_ptr<comm_state>> comms_for(const sc::program& p) {
@@ -32,32 +37,46 @@ inline std::map<std::string, std::unique_ptr<comm_state>> comms_for(const sc::pr
   return comms;
 }
 
-/// Resources for the whole program: logging kernels, and for every communication op a buffer
-/// at `memory` with exactly the bytes it needs on each side (bf16).
+/// A kernel that logs "kernel <display name> s<stream>".
+inline void log_kernel(const sc::op_key& key, int stream) {
+  s().log.push_back("kernel " + sc::display_name(key) + " s" + std::to_string(stream));
+}
+
+/// A provider for the communicators `p` names: the send side at `memory`, the receive side at
+/// `memory` + 4096, each with exactly the bytes the op needs (bf16).
+inline resources::buffer_provider exact_buffers(const sc::program& p, char* memory = arena) {
+  return [sizes = p.comms, memory](const sc::op& o) {
+    const std::int64_t n = static_cast<std::int64_t>(sizes[static_cast<std::size_t>(o.comm)].ranks.size());
+    std::int64_t send = o.bytes, recv = o.bytes;
+    if (o.kind == sc::op_kind::send) recv = 0;
+    if (o.kind == sc::op_kind::recv) send = 0;
+    if (o.kind == sc::op_kind::collective && o.coll == sc::collective::all_gather) send = o.bytes / n;
+    if (o.kind == sc::op_kind::collective && o.coll == sc::collective::reduce_scatter) recv = o.bytes / n;
+    return buffer{.send = send > 0 ? memory : nullptr, .send_bytes = send,
+                  .recv = recv > 0 ? memory + (1 << 12) : nullptr, .recv_bytes = recv, .dtype = dtype::bf16};
+  };
+}
+
+/// Resources for the whole program: the communicators, `log_kernel` for every compute type it
+/// has, and `exact_buffers`.
 inline resources supply(const sc::program& p, const std::map<std::string, std::unique_ptr<comm_state>>& comms,
                         char* memory = arena) {
   resources r;
   for (const auto& [name, state] : comms) r.comms[name] = state.get();
-  for (const sc::op& o : p.ops) {
-    if (o.kind == sc::op_kind::compute) {
-      r.kernels[o.name] = [name = o.name](int stream) {
-        s().log.push_back("kernel " + name + " s" + std::to_string(stream));
-      };
-    } else if (sc::is_communication(o.kind)) {
-      const std::int64_t n = static_cast<std::int64_t>(p.comms[static_cast<std::size_t>(o.comm)].ranks.size());
-      std::int64_t send = o.bytes, recv = o.bytes;
-      if (o.kind == sc::op_kind::send) recv = 0;
-      if (o.kind == sc::op_kind::recv) send = 0;
-      if (o.kind == sc::op_kind::collective && o.coll == sc::collective::all_gather) send = o.bytes / n;
-      if (o.kind == sc::op_kind::collective && o.coll == sc::collective::reduce_scatter) recv = o.bytes / n;
-      auto& b = r.buffers[o.name];
-      b.send = send > 0 ? memory : nullptr;
-      b.send_bytes = std::max(b.send_bytes, send);
-      b.recv = recv > 0 ? memory + (1 << 12) : b.recv;
-      b.recv_bytes = std::max(b.recv_bytes, recv);
-      b.dtype = dtype::bf16;
-    }
-  }
+  for (const sc::op& o : p.ops)
+    if (o.kind == sc::op_kind::compute) r.kernels[o.key.type] = log_kernel;
+  r.buffers = exact_buffers(p, memory);
+  return r;
+}
+
+/// `r` with each buffer its provider gives changed by `edit(op, buffer&)`.
+template <class Edit>
+resources edit_buffers(resources r, Edit edit) {
+  r.buffers = [inner = std::move(r.buffers), edit](const sc::op& o) {
+    buffer b = inner(o);
+    edit(o, b);
+    return b;
+  };
   return r;
 }
 

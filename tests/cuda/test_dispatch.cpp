@@ -20,21 +20,24 @@ sc::program small_program() {
   p.comms = {{"dp", {0, 1}}, {"pp", {1, 2}}};
   p.num_events = 2;
   p.ops = {
-      {.kind = K::compute, .stream = 0, .name = "fwd"},
-      {.kind = K::record, .stream = 0, .event = 0},
-      {.kind = K::wait, .stream = 1, .event = 0},
-      {.kind = K::collective, .stream = 1, .name = "grads", .coll = sc::collective::all_reduce, .comm = 0, .bytes = 64},
+      {.kind = K::compute, .stream = 0, .key = {.type = op_type::fc1_fprop, .at = {.layer = 0, .micro_batch = 0}}},
+      {.kind = K::record, .stream = 0, .key = {.type = op_type::event_record}, .event = 0},
+      {.kind = K::wait, .stream = 1, .key = {.type = op_type::event_wait}, .event = 0},
+      {.kind = K::collective, .stream = 1, .key = {.type = op_type::dp_grad_reduce, .at = {.bucket = 0}},
+       .coll = sc::collective::all_reduce, .comm = 0, .bytes = 64},
       {.kind = K::record, .stream = 1, .event = 1},
-      {.kind = K::send, .stream = 2, .name = "act", .comm = 1, .peer = 1, .bytes = 32, .group = 0},
-      {.kind = K::recv, .stream = 2, .name = "grad_in", .comm = 1, .peer = 1, .bytes = 32, .group = 0},
+      {.kind = K::send, .stream = 2, .key = {.type = op_type::pp_send_forward, .at = {.micro_batch = 0}}, .comm = 1,
+       .peer = 1, .bytes = 32, .group = 0},
+      {.kind = K::recv, .stream = 2, .key = {.type = op_type::pp_recv_backward, .at = {.micro_batch = 0}}, .comm = 1,
+       .peer = 1, .bytes = 32, .group = 0},
       {.kind = K::wait, .stream = 0, .event = 1},
-      {.kind = K::compute, .stream = 0, .name = "bwd"},
+      {.kind = K::compute, .stream = 0, .key = {.type = op_type::fc1_dgrad, .at = {.layer = 0, .micro_batch = 0}}},
   };
   return p;
 }
 
 const std::vector<std::string> small_step = {
-    "kernel fwd s100",
+    "kernel fc1_fprop l0 mb0 s100",
     "record e200 s100",
     "wait s101 e200",
     "all_reduce dp s101 @0 -> @4096 count 32",
@@ -44,7 +47,7 @@ const std::vector<std::string> small_step = {
     "recv pp s102 @4096 count 16 from 1",
     "group_end",
     "wait s100 e201",
-    "kernel bwd s100",
+    "kernel fc1_dgrad l0 mb0 s100",
 };
 }  // namespace
 
@@ -97,9 +100,11 @@ TEST_CASE("an all-to-all is n sends and n receives of bytes / n, as one group un
   p.streams = {{sc::stream_role::ep_comm, 0}};
   p.comms = {{"ep", {4, 5, 6, 7}}};
   p.ops = {
-      {.kind = K::collective, .stream = 0, .name = "dispatch", .coll = sc::collective::all_to_all, .comm = 0, .bytes = 64},
-      {.kind = K::collective, .stream = 0, .name = "combine", .coll = sc::collective::all_to_all, .comm = 0, .bytes = 32, .group = 3},
-      {.kind = K::send, .stream = 0, .name = "extra", .comm = 0, .peer = 3, .bytes = 8, .group = 3},
+      {.kind = K::collective, .stream = 0, .key = {.type = op_type::ep_dispatch, .at = {.layer = 1}},
+       .coll = sc::collective::all_to_all, .comm = 0, .bytes = 64},
+      {.kind = K::collective, .stream = 0, .key = {.type = op_type::ep_combine, .at = {.layer = 1}},
+       .coll = sc::collective::all_to_all, .comm = 0, .bytes = 32, .group = 3},
+      {.kind = K::send, .stream = 0, .comm = 0, .peer = 3, .bytes = 8, .group = 3},  // untyped
   };
   const auto comms = comms_for(p);
   executor exec(p, supply(p, comms));
@@ -130,8 +135,10 @@ TEST_CASE("all-gather and reduce-scatter counts are per rank: the input part and
   p.streams = {{sc::stream_role::tp_comm, 0}};
   p.comms = {{"tp", {0, 1, 2, 3}}};
   p.ops = {
-      {.kind = K::collective, .stream = 0, .name = "ag", .coll = sc::collective::all_gather, .comm = 0, .bytes = 64},
-      {.kind = K::collective, .stream = 0, .name = "rs", .coll = sc::collective::reduce_scatter, .comm = 0, .bytes = 64},
+      {.kind = K::collective, .stream = 0, .key = {.type = op_type::tp_all_gather, .slot = op_type::fc1_fprop},
+       .coll = sc::collective::all_gather, .comm = 0, .bytes = 64},
+      {.kind = K::collective, .stream = 0, .key = {.type = op_type::tp_reduce_scatter, .slot = op_type::fc2_fprop},
+       .coll = sc::collective::reduce_scatter, .comm = 0, .bytes = 64},
   };
   const auto comms = comms_for(p);
   executor exec(p, supply(p, comms));
@@ -176,7 +183,7 @@ TEST_CASE("a failure during capture ends the capture and reports the op") {
   executor exec(p, supply(p, comms));
   s().fail_call = "all_reduce";
   s().fail_status = recording_api::nccl_invalid_usage;
-  CHECK_THROWS_WITH_AS(exec.capture(), doctest::Contains("op 3 'grads'"), overlap::cuda::call_error);
+  CHECK_THROWS_WITH_AS(exec.capture(), doctest::Contains("op 3 'dp_grad_reduce b0'"), overlap::cuda::call_error);
   CHECK(s().log.back() == "end_capture s100");
   CHECK_FALSE(exec.captured());
 }
@@ -185,14 +192,16 @@ TEST_CASE("a program with a host sync cannot be captured, and its run waits thro
   reset();
   sc::program p;
   p.streams = {{sc::stream_role::compute, 0}};
-  p.ops = {{.kind = K::compute, .stream = 0, .name = "fwd"}, {.kind = K::host_sync}, {.kind = K::compute, .stream = 0, .name = "opt"}};
+  p.ops = {{.kind = K::compute, .stream = 0, .key = {.type = op_type::lm_head_fprop}},
+           {.kind = K::host_sync, .key = {.type = op_type::host_sync}},
+           {.kind = K::compute, .stream = 0, .key = {.type = op_type::optimizer_step}}};
   const auto comms = comms_for(p);
   executor exec(p, supply(p, comms));
-  CHECK_THROWS_WITH_AS(exec.capture(), doctest::Contains("op 1 '' (host_sync)"), overlap::cuda::usage_error);
+  CHECK_THROWS_WITH_AS(exec.capture(), doctest::Contains("op 1 'host_sync' (host_sync)"), overlap::cuda::usage_error);
   s().log.clear();
   exec.run();
   CHECK(s().queries == 1);
-  CHECK(s().log == std::vector<std::string>{"kernel fwd s100", "kernel opt s100"});
+  CHECK(s().log == std::vector<std::string>{"kernel lm_head_fprop s100", "kernel optimizer_step s100"});
 }
 
 TEST_CASE("lent streams are used as they are and not destroyed") {
@@ -207,7 +216,7 @@ TEST_CASE("lent streams are used as they are and not destroyed") {
     CHECK(lines_starting("stream_create").empty());
     s().log.clear();
     exec.run();
-    CHECK(s().log[0] == "kernel fwd s7");
+    CHECK(s().log[0] == "kernel fc1_fprop l0 mb0 s7");
     CHECK(s().log[2] == "wait s8 e200");
     CHECK(s().log[6] == "send pp s9 @0 count 16 to 1");
   }

@@ -20,11 +20,14 @@ sc::program program_with_two_comms() {
   p.comms = {{"tp", {0, 1}}, {"dp", {0, 4}}};
   p.num_events = 1;
   p.ops = {
-      {.kind = K::compute, .stream = 0, .name = "gemm"},
+      {.kind = K::compute, .stream = 0, .key = {.type = op_type::proj_fprop, .at = {.layer = 0, .micro_batch = 0}}},
       {.kind = K::record, .stream = 0, .event = 0},
       {.kind = K::wait, .stream = 1, .event = 0},
-      {.kind = K::collective, .stream = 1, .name = "rs", .coll = sc::collective::reduce_scatter, .comm = 0, .bytes = 64},
-      {.kind = K::collective, .stream = 1, .name = "ar", .coll = sc::collective::all_reduce, .comm = 1, .bytes = 64},
+      {.kind = K::collective, .stream = 1,
+       .key = {.type = op_type::tp_reduce_scatter, .slot = op_type::proj_fprop, .at = {.layer = 0, .micro_batch = 0}},
+       .coll = sc::collective::reduce_scatter, .comm = 0, .bytes = 64},
+      {.kind = K::collective, .stream = 1, .key = {.type = op_type::dp_grad_reduce, .at = {.bucket = 0}},
+       .coll = sc::collective::all_reduce, .comm = 1, .bytes = 64},
   };
   return p;
 }
@@ -44,7 +47,7 @@ TEST_CASE("a failed NCCL call reports op, rank, call, error name and string, and
     FAIL("run() did not throw");
   } catch (const overlap::cuda::call_error& e) {
     CHECK(std::string(e.what()) ==
-          "rank 0, op 3 'rs' (reduce_scatter on 'tp', stream 1): [EXEC-NCCL] ncclReduceScatter failed: "
+          "rank 0, op 3 'tp_reduce_scatter proj_fprop l0 mb0' (reduce_scatter on 'tp', stream 1): [EXEC-NCCL] ncclReduceScatter failed: "
           "ncclInvalidUsage: invalid usage (peer 3 went away)");
     CHECK(e.op() == 3);
   }
@@ -59,14 +62,14 @@ TEST_CASE("a failed CUDA call and a failed kernel launch name their op") {
   s().fail_call = "stream_wait_event";
   s().fail_status = recording_api::cuda_invalid_handle;
   CHECK_THROWS_WITH_AS(exec.run(),
-                       "rank 0, op 2 '' (wait, stream 1): [EXEC-CUDA] cudaStreamWaitEvent failed: "
+                       "rank 0, op 2 'wait' (wait, stream 1): [EXEC-CUDA] cudaStreamWaitEvent failed: "
                        "cudaErrorInvalidResourceHandle: invalid resource handle",
                        overlap::cuda::call_error);
   reset();
   s().fail_call = "get_last_error";
   s().fail_status = recording_api::cuda_launch_failure;
   CHECK_THROWS_WITH_AS(exec.run(),
-                       "rank 0, op 0 'gemm' (compute, stream 0): [EXEC-CUDA] kernel launch failed: "
+                       "rank 0, op 0 'proj_fprop l0 mb0' (compute, stream 0): [EXEC-CUDA] kernel launch failed: "
                        "cudaErrorLaunchFailure: unspecified launch failure",
                        overlap::cuda::call_error);
 }
@@ -79,7 +82,7 @@ TEST_CASE("a failed group end names the group's first op") {
   executor exec(p, supply(p, comms));
   s().fail_call = "group_end";
   s().fail_status = recording_api::nccl_remote_error;
-  CHECK_THROWS_WITH_AS(exec.run(), doctest::Contains("op 3 'rs' (reduce_scatter on 'tp', stream 1): [EXEC-NCCL] ncclGroupEnd failed: ncclRemoteError"),
+  CHECK_THROWS_WITH_AS(exec.run(), doctest::Contains("op 3 'tp_reduce_scatter proj_fprop l0 mb0' (reduce_scatter on 'tp', stream 1): [EXEC-NCCL] ncclGroupEnd failed: ncclRemoteError"),
                        overlap::cuda::call_error);
 }
 
@@ -169,6 +172,6 @@ TEST_CASE("non-blocking communicators: an in-progress call waits until enqueued,
   CHECK(lines_starting("all_reduce").size() == 1);
   // One that never finishes enqueuing times out like a hung step.
   comms.at("dp")->in_progress_polls = 1 << 30;
-  CHECK_THROWS_WITH_AS(exec.run(), doctest::Contains("op 3 'rs'"), overlap::cuda::watchdog_error);
+  CHECK_THROWS_WITH_AS(exec.run(), doctest::Contains("op 3 'tp_reduce_scatter proj_fprop l0 mb0'"), overlap::cuda::watchdog_error);
   CHECK(comms.at("dp")->aborts == 1);
 }

@@ -1,6 +1,7 @@
-// The pre-flight: a program that needs what the trainer did not supply, or that does not fit what
-// it supplied, is rejected with every problem named (rank, op index and name, what is missing),
-// before any stream, event or NCCL call is made.
+// The pre-flight: a program that cannot be read as the program model says, that needs what the
+// trainer did not supply, or that does not fit what it supplied, is rejected with every problem
+// named (rank, op index and display name, what is missing), before any stream, event or NCCL
+// call is made.
 #include <doctest/doctest.h>
 
 #include <string>
@@ -18,10 +19,11 @@ sc::program two_rank_program() {
   p.comms = {{"dp", {2, 3}}};
   p.num_events = 1;
   p.ops = {
-      {.kind = K::compute, .stream = 0, .name = "bwd"},
-      {.kind = K::record, .stream = 0, .event = 0},
-      {.kind = K::wait, .stream = 1, .event = 0},
-      {.kind = K::collective, .stream = 1, .name = "grads", .coll = sc::collective::all_gather, .comm = 0, .bytes = 128},
+      {.kind = K::compute, .stream = 0, .key = {.type = op_type::fc2_dgrad, .at = {.layer = 3, .micro_batch = 1}}},
+      {.kind = K::record, .stream = 0, .key = {.type = op_type::event_record}, .event = 0},
+      {.kind = K::wait, .stream = 1, .key = {.type = op_type::event_wait}, .event = 0},
+      {.kind = K::collective, .stream = 1, .key = {.type = op_type::dp_param_gather, .at = {.bucket = 0}},
+       .coll = sc::collective::all_gather, .comm = 0, .bytes = 128},
   };
   return p;
 }
@@ -41,6 +43,8 @@ std::string rejection(const sc::program& p, resources r) {
   CHECK(s().next_event == 0);
   return message;
 }
+
+const std::string header_one = "[EXEC-PREFLIGHT] rank 3: 1 problem before launch, nothing was launched:\n  ";
 }  // namespace
 
 TEST_CASE("the control: everything supplied passes the pre-flight") {
@@ -50,48 +54,72 @@ TEST_CASE("the control: everything supplied passes the pre-flight") {
   CHECK_NOTHROW(executor(p, supply(p, comms)));
 }
 
-TEST_CASE("a missing kernel, communicator or buffer is named with the op that needs it") {
+TEST_CASE("a missing kernel names its op type once, at the first op of that type") {
+  sc::program p = two_rank_program();
+  p.ops.push_back({.kind = K::compute, .stream = 0, .key = {.type = op_type::fc2_dgrad, .at = {.layer = 2, .micro_batch = 1}}});
+  p.ops.push_back({.kind = K::compute, .stream = 0, .key = {.type = op_type::fc2_dgrad, .at = {.layer = 1, .micro_batch = 1}}});
+  const auto comms = comms_for(p);
+  auto r = supply(p, comms);
+  r.kernels[op_type::fc2_dgrad] = nullptr;  // an empty std::function is no kernel
+  CHECK(rejection(p, r) ==
+        header_one +
+            "rank 3, op 0 'fc2_dgrad l3 mb1' (compute, stream 0): [EXEC-KERNEL] no kernel for op type 'fc2_dgrad' "
+            "(3 ops, the first 'fc2_dgrad l3 mb1'); add cuda::on<op_type::fc2_dgrad>(...) to kernels_for, or set "
+            "resources.kernels[op_type::fc2_dgrad]");
+}
+
+TEST_CASE("a missing communicator or buffer provider is named with the op that needs it") {
   const sc::program p = two_rank_program();
   const auto comms = comms_for(p);
   auto r = supply(p, comms);
-  r.kernels.erase("bwd");
-  const std::string no_kernel = rejection(p, r);
-  CHECK(no_kernel.find("[EXEC-PREFLIGHT] rank 3: 1 problem before launch") == 0);
-  CHECK(no_kernel.find("rank 3, op 0 'bwd' (compute, stream 0): [EXEC-KERNEL] no kernel 'bwd' was supplied") !=
-        std::string::npos);
-
-  r = supply(p, comms);
   r.comms.clear();
-  const std::string no_comm = rejection(p, r);
-  CHECK(no_comm.find("op 3 'grads' (all_gather on 'dp', stream 1): [EXEC-COMM] no communicator 'dp' was "
-                     "supplied; add the NCCL communicator of ranks {2 3}") != std::string::npos);
+  CHECK(rejection(p, r) == header_one +
+                               "rank 3, op 3 'dp_param_gather b0' (all_gather on 'dp', stream 1): [EXEC-COMM] no "
+                               "communicator 'dp' was supplied; add the NCCL communicator of ranks {2 3} to "
+                               "resources.comms[\"dp\"]");
 
   r = supply(p, comms);
-  r.buffers.clear();
-  r.kernels.clear();
+  r.buffers = nullptr;
+  r.kernels = {};
   const std::string two = rejection(p, r);
-  CHECK(two.find("2 problems") != std::string::npos);
-  CHECK(two.find("[EXEC-BUFFER] no buffer 'grads' was supplied") != std::string::npos);
+  CHECK(two.find("[EXEC-PREFLIGHT] rank 3: 2 problems before launch") == 0);
+  CHECK(two.find("op 0 'fc2_dgrad l3 mb1' (compute, stream 0): [EXEC-KERNEL] no kernel for op type 'fc2_dgrad'") !=
+        std::string::npos);
+  CHECK(two.find("op 3 'dp_param_gather b0' (all_gather on 'dp', stream 1): [EXEC-BUFFER] no buffer provider was "
+                 "supplied; set resources.buffers to a callable returning each communication op's buffer "
+                 "(buffer(const schedule::op&))") != std::string::npos);
 }
 
 TEST_CASE("a buffer smaller than its op needs is rejected; exactly enough passes") {
   const sc::program p = two_rank_program();
   const auto comms = comms_for(p);
-  auto r = supply(p, comms);
-  REQUIRE(r.buffers["grads"].send_bytes == 64);  // all_gather: the input is bytes / n
-  REQUIRE(r.buffers["grads"].recv_bytes == 128);
-  r.buffers["grads"].recv_bytes = 126;
-  CHECK(rejection(p, r).find("buffer 'grads' has 126 recv bytes, the op needs 128") != std::string::npos);
-  r = supply(p, comms);
-  r.buffers["grads"].send = nullptr;
-  CHECK(rejection(p, r).find("buffer 'grads' has no send pointer; the op needs 64 bytes") != std::string::npos);
-  r = supply(p, comms);
-  r.buffers["grads"].dtype = dtype::fp32;
-  r.buffers["grads"].recv_bytes = 128;
+  const std::string at = "rank 3, op 3 'dp_param_gather b0' (all_gather on 'dp', stream 1): ";
+  const buffer exact = exact_buffers(p)(p.ops[3]);
+  REQUIRE(exact.send_bytes == 64);  // all_gather: the input is bytes / n
+  REQUIRE(exact.recv_bytes == 128);
+  CHECK(rejection(p, edit_buffers(supply(p, comms), [](const sc::op&, buffer& b) { b.recv_bytes = 126; })) ==
+        header_one + at + "[EXEC-BUFFER] the op's buffer has 126 recv bytes, the op needs 128; allocate a larger buffer");
+  CHECK(rejection(p, edit_buffers(supply(p, comms), [](const sc::op&, buffer& b) { b.send = nullptr; })) ==
+        header_one + at + "[EXEC-BUFFER] the op's buffer has no send pointer; the op needs 64 bytes there");
   reset();
-  CHECK_NOTHROW(executor(p, r));
-  r.buffers["grads"].dtype = dtype::unknown;
-  CHECK(rejection(p, r).find("dtype of unknown size") != std::string::npos);
+  CHECK_NOTHROW(executor(p, edit_buffers(supply(p, comms), [](const sc::op&, buffer& b) { b.dtype = dtype::fp32; })));
+  CHECK(rejection(p, edit_buffers(supply(p, comms), [](const sc::op&, buffer& b) { b.dtype = dtype::unknown; })) ==
+        header_one + at + "[EXEC-BUFFER] the op's buffer has a dtype of unknown size; use an NCCL dtype");
+}
+
+TEST_CASE("the provider is asked once per communication op, at construction, never while a step runs") {
+  const sc::program p = two_rank_program();
+  const auto comms = comms_for(p);
+  int asked = 0;
+  reset();
+  executor exec(p, edit_buffers(supply(p, comms), [&](const sc::op& o, buffer&) {
+    CHECK(o.key.type == op_type::dp_param_gather);
+    ++asked;
+  }));
+  CHECK(asked == 1);
+  exec.run();
+  exec.run();
+  CHECK(asked == 1);
 }
 
 TEST_CASE("sizes that the element type or the communicator does not divide are rejected") {
@@ -106,39 +134,86 @@ TEST_CASE("a communicator of the wrong size or with this rank elsewhere is rejec
   const sc::program p = two_rank_program();
   const auto comms = comms_for(p);
   comms.at("dp")->count = 4;
-  CHECK(rejection(p, supply(p, comms)).find("communicator 'dp' has 4 ranks and this process is its rank 1, but the "
-                                            "program needs 2 ranks ({2 3}) with global rank 3 at position 1") !=
-        std::string::npos);
+  CHECK(rejection(p, supply(p, comms)) ==
+        header_one + "rank 3, op 3 'dp_param_gather b0' (all_gather on 'dp', stream 1): [EXEC-COMM] communicator 'dp' "
+                     "has 4 ranks and this process is its rank 1, but the program needs 2 ranks ({2 3}) with global "
+                     "rank 3 at position 1; supply the matching communicator");
   comms.at("dp")->count = 2;
   comms.at("dp")->rank = 0;
   CHECK(rejection(p, supply(p, comms)).find("this process is its rank 0") != std::string::npos);
 }
 
-TEST_CASE("program wiring that cannot run is rejected: bad stream, wait before record, split group, bad peer") {
+TEST_CASE("program structure is read by the shared semantics, each rule under its EXEC id") {
   const sc::program base = two_rank_program();
   const auto comms = comms_for(base);
+  const auto only = [&](const sc::program& p) { return rejection(p, supply(p, comms)); };
 
   sc::program p = base;
   p.ops[2].stream = 5;
-  CHECK(rejection(p, supply(p, comms)).find("op 2 '' (wait, stream 5): [EXEC-STREAM] stream 5 is not one of") !=
-        std::string::npos);
+  CHECK(only(p) == header_one + "rank 3, op 2 'event_wait' (wait, stream 5): [EXEC-STREAM] stream 5 does not exist; "
+                                "fix the program");
 
   p = base;
   std::swap(p.ops[1], p.ops[2]);
-  CHECK(rejection(p, supply(p, comms)).find("op 1 '' (wait, stream 1): [EXEC-EVENT] waits for event 0 before any record") !=
+  CHECK(only(p) == header_one + "rank 3, op 1 'event_wait' (wait, stream 1): [EXEC-EVENT] waits for event 0 before "
+                                "any record of it (the wait would not order anything); fix the program");
+
+  p = base;
+  p.ops[1].event = 4;
+  CHECK(only(p).find("op 1 'event_record' (record, stream 0): [EXEC-EVENT] event 4 does not exist; fix the program") !=
         std::string::npos);
 
   p = base;
-  p.ops.push_back({.kind = K::send, .stream = 1, .name = "a", .comm = 0, .peer = 0, .bytes = 8, .group = 0});
-  p.ops.push_back({.kind = K::compute, .stream = 0, .name = "bwd"});
-  p.ops.push_back({.kind = K::recv, .stream = 1, .name = "b", .comm = 0, .peer = 0, .bytes = 8, .group = 0});
-  CHECK(rejection(p, supply(p, comms)).find("op 6 'b' (recv on 'dp', stream 1): [EXEC-GROUP] group 0 is not consecutive") !=
-        std::string::npos);
+  p.ops.push_back({.kind = K::send, .stream = 1, .comm = 0, .peer = 0, .bytes = 8, .group = 0});
+  p.ops.push_back({.kind = K::compute, .stream = 0, .key = {.type = op_type::fc2_dgrad}});
+  p.ops.push_back({.kind = K::recv, .stream = 1, .comm = 0, .peer = 0, .bytes = 8, .group = 0});
+  CHECK(only(p) == header_one + "rank 3, op 6 'recv' (recv on 'dp', stream 1): [EXEC-GROUP] a group's ops must be "
+                                "consecutive in issue order; fix the program");
 
   p = base;
-  p.ops.push_back({.kind = K::send, .stream = 1, .name = "a", .comm = 0, .peer = 2, .bytes = 8});
-  CHECK(rejection(p, supply(p, comms)).find("[EXEC-PEER] peer 2 is not a rank of the 2-rank communicator") !=
-        std::string::npos);
+  p.ops.push_back({.kind = K::send, .stream = 1, .comm = 0, .peer = 1, .bytes = 8});  // peer 1 is this rank
+  CHECK(only(p) == header_one + "rank 3, op 4 'send' (send on 'dp', stream 1): [EXEC-PEER] peer 1 is not another "
+                                "rank of dp; fix the program");
+
+  p = base;
+  p.ops[3].comm = 2;
+  CHECK(only(p) == header_one + "rank 3, op 3 'dp_param_gather b0' (all_gather, stream 1): [EXEC-COMM] communicator "
+                                "2 does not exist; fix the program");
+
+  p = base;
+  p.ops[0].key.type = op_type::tp_all_gather;
+  CHECK(only(p) == header_one + "rank 3, op 0 'tp_all_gather l3 mb1' (compute, stream 0): [EXEC-KIND] tp_all_gather "
+                                "runs as collective, not as compute; fix the program");
+
+  p = base;
+  p.ops[0].reads = {0};  // the program declares no buffers
+  CHECK(only(p) == header_one + "rank 3, op 0 'fc2_dgrad l3 mb1' (compute, stream 0): [EXEC-DATA] buffer 0 does not "
+                                "exist; fix the program");
+
+  p = base;
+  p.ops[3].bytes = -2;
+  CHECK(only(p).find("op 3 'dp_param_gather b0' (all_gather on 'dp', stream 1): [EXEC-SIZE] negative or non-finite "
+                     "size") != std::string::npos);
+}
+
+TEST_CASE("every problem is listed: the program's own first, then what the trainer supplied, in issue order") {
+  sc::program p = two_rank_program();
+  p.ops[2].stream = 7;
+  p.ops.push_back({.kind = K::compute, .stream = 0, .key = {.type = op_type::attn_core_bprop, .at = {.layer = 3}}});
+  const auto comms = comms_for(p);
+  auto r = supply(p, comms);
+  r.kernels[op_type::attn_core_bprop] = nullptr;
+  r.streams = {1};
+  CHECK(rejection(p, edit_buffers(r, [](const sc::op&, buffer& b) { b.recv = nullptr; })) ==
+        "[EXEC-PREFLIGHT] rank 3: 4 problems before launch, nothing was launched:\n"
+        "  rank 3: [EXEC-STREAM] 1 streams were lent for a program with 2; lend one per program stream, in order, "
+        "or none\n"
+        "  rank 3, op 2 'event_wait' (wait, stream 7): [EXEC-STREAM] stream 7 does not exist; fix the program\n"
+        "  rank 3, op 3 'dp_param_gather b0' (all_gather on 'dp', stream 1): [EXEC-BUFFER] the op's buffer has no "
+        "recv pointer; the op needs 128 bytes there\n"
+        "  rank 3, op 4 'attn_core_bprop l3' (compute, stream 0): [EXEC-KERNEL] no kernel for op type "
+        "'attn_core_bprop' (1 op, the first 'attn_core_bprop l3'); add cuda::on<op_type::attn_core_bprop>(...) to "
+        "kernels_for, or set resources.kernels[op_type::attn_core_bprop]");
 }
 
 TEST_CASE("lending streams: one per program stream or none") {

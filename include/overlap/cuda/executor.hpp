@@ -4,27 +4,31 @@
 /// communicators, kernels and buffers. `<overlap/cuda.hpp>` names the real one `executor`; this
 /// header is host only, so the dispatch is built and tested without the toolkit.
 ///
-/// The constructor is the pre-flight: it checks the program against what the trainer supplied
-/// (every communicator, kernel and buffer the ops name, communicator sizes and ranks, buffer
-/// sizes, event and group wiring) and throws one `preflight_error` listing every problem before
-/// anything is created or launched. It then compiles the program into a flat list of calls with
-/// every handle and count resolved, so `run()` is one loop over it:
+/// The constructor is the pre-flight: it reads the program's structure through
+/// `schedule::structure_problems` (the one reading every backend shares) and checks it against
+/// what the trainer supplied (a kernel for every compute op type, every communicator with its
+/// size and this rank's position, every communication op's buffer from the provider, sized for
+/// the op), and throws one `preflight_error` listing every problem before anything is created or
+/// launched. It then compiles the program into a flat list of calls with every handle, buffer and
+/// count resolved, so `run()` is one loop over it:
 ///
-/// - compute: the kernel on the op's stream, then the launch status (`cudaGetLastError`);
+/// - compute: the kernel of the op's type with the op's key on the op's stream, then the launch
+///   status (`cudaGetLastError`);
+/// - communication of an overridden type: the trainer's callable with the op, then the launch
+///   status; every other one is an NCCL call on the provider's buffer;
 /// - record / wait: `cudaEventRecord` / `cudaStreamWaitEvent` on the program's event (a wait
 ///   follows the latest record issued before it, as the program model says);
-/// - ops of one group between `ncclGroupStart` and `ncclGroupEnd`; an all-to-all is its own group
+/// - ops of one group (`schedule::rank_order`'s range) between `ncclGroupStart` and `ncclGroupEnd`; an all-to-all is its own group
 ///   of n sends and n receives of bytes / n (inside the op's group when it has one);
 /// - host_sync: the watchdog's wait for every stream.
 ///
 /// Every status is checked; a failure throws `call_error` with the op, the rank, the call and the
 /// error's name and string.
 
-#include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
-#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -34,7 +38,8 @@
 #include <overlap/cuda/error.hpp>
 #include <overlap/cuda/resources.hpp>
 #include <overlap/cuda/watchdog.hpp>
-#include <overlap/schedule/program.hpp>
+#include <overlap/program/program.hpp>
+#include <overlap/program/semantics.hpp>
 
 namespace overlap::cuda {
 
@@ -49,6 +54,7 @@ class basic_executor {
   using resources = basic_resources<Api>;
   using buffer = basic_buffer<Api>;
   using kernel = typename resources::kernel;
+  using comm_override = typename resources::comm_override;
 
   /// Pre-flight, then creates the streams the trainer did not lend and the program's events.
   /// Throws `preflight_error` (nothing created) or `call_error`.
@@ -142,16 +148,18 @@ class basic_executor {
 
  private:
   enum class step : std::uint8_t {
-    compute, record, wait, group_start, group_end, all_gather, reduce_scatter, all_reduce, send,
-    recv, host_sync
+    compute, custom, record, wait, group_start, group_end, all_gather, reduce_scatter, all_reduce,
+    send, recv, host_sync
   };
 
   /// One call with everything resolved; `source` is the program op it comes from.
   struct resolved {
     step kind = step::compute;
     int source = -1;
+    const schedule::op* op = nullptr;
     stream_t stream{};
     const kernel* fn = nullptr;
+    const comm_override* custom = nullptr;
     event_t event{};
     comm_t comm{};
     const void* send = nullptr;
@@ -165,8 +173,12 @@ class basic_executor {
     for (const resolved& r : calls_) {
       switch (r.kind) {
         case step::compute:
-          (*r.fn)(r.stream);
+          (*r.fn)(r.op->key, r.stream);
           check_cuda(Api::get_last_error(), r.source, "kernel launch");
+          break;
+        case step::custom:
+          (*r.custom)(*r.op, r.stream);
+          check_cuda(Api::get_last_error(), r.source, "communication override launch");
           break;
         case step::record:
           check_cuda(Api::event_record(r.event, r.stream), r.source, "cudaEventRecord");
@@ -230,12 +242,12 @@ class basic_executor {
                      program_.rank, r.source);
   }
 
-  /// "rank R, op I 'name' (kind ...)" for messages; op -1: the rank alone.
+  /// "rank R, op I 'display name' (kind ...)" for messages; op -1: the rank alone.
   std::string where(int op) const {
     std::string text = "rank " + std::to_string(program_.rank);
     if (op < 0) return text;
     const schedule::op& o = program_.ops[static_cast<std::size_t>(op)];
-    text += ", op " + std::to_string(op) + " '" + o.name + "' (";
+    text += ", op " + std::to_string(op) + " '" + schedule::display_name(o) + "' (";
     text += o.kind == schedule::op_kind::collective ? schedule::to_string(o.coll) : schedule::to_string(o.kind);
     if (schedule::is_communication(o.kind) && o.comm >= 0 &&
         o.comm < static_cast<int>(program_.comms.size()))
@@ -257,19 +269,43 @@ class basic_executor {
     int position = -1;
   };
 
+  /// The executor's id for a broken rule of the program model.
+  static const char* id_of(schedule::structure_rule rule) {
+    switch (rule) {
+      case schedule::structure_rule::kind: return "EXEC-KIND";
+      case schedule::structure_rule::stream: return "EXEC-STREAM";
+      case schedule::structure_rule::comm: return "EXEC-COMM";
+      case schedule::structure_rule::peer: return "EXEC-PEER";
+      case schedule::structure_rule::event:
+      case schedule::structure_rule::wait_order: return "EXEC-EVENT";
+      case schedule::structure_rule::group: return "EXEC-GROUP";
+      case schedule::structure_rule::buffer: return "EXEC-DATA";
+      case schedule::structure_rule::size: return "EXEC-SIZE";
+    }
+    return "EXEC-PROGRAM";
+  }
+
   void preflight() {
     std::vector<std::string> problems;
     int first_op = -1;
     const auto problem = [&](int op, std::string text) {
       if (first_op < 0 && op >= 0) first_op = op;
-      problems.push_back((op >= 0 ? where(op) : where(-1)) + ": " + std::move(text));
+      problems.push_back(where(op) + ": " + std::move(text));
     };
-    const int num_streams = static_cast<int>(program_.streams.size());
+    const std::size_t num_streams = program_.streams.size();
     if (num_streams == 0) problem(-1, "[EXEC-STREAM] the program has no streams; generate it with a schedule generator");
-    if (!resources_.streams.empty() && static_cast<int>(resources_.streams.size()) != num_streams)
+    if (!resources_.streams.empty() && resources_.streams.size() != num_streams)
       problem(-1, "[EXEC-STREAM] " + std::to_string(resources_.streams.size()) +
                       " streams were lent for a program with " + std::to_string(num_streams) +
                       "; lend one per program stream, in order, or none");
+
+    // The program itself, read as every backend reads it; what the trainer supplied is checked
+    // only for the ops that can be read.
+    std::vector<bool> readable(program_.ops.size(), true);
+    for (const schedule::structure_problem& p : schedule::structure_problems(program_)) {
+      problem(p.op, std::string("[") + id_of(p.rule) + "] " + p.text + "; fix the program");
+      if (p.op >= 0) readable[static_cast<std::size_t>(p.op)] = false;
+    }
 
     // Communicators: supplied, of the program's size, with this rank where the program puts it.
     shapes_.assign(program_.comms.size(), {});
@@ -278,12 +314,6 @@ class basic_executor {
       if (comm_checked[static_cast<std::size_t>(index)]) return;
       comm_checked[static_cast<std::size_t>(index)] = true;
       const schedule::communicator& c = program_.comms[static_cast<std::size_t>(index)];
-      const auto position = std::find(c.ranks.begin(), c.ranks.end(), program_.rank);
-      if (position == c.ranks.end()) {
-        problem(op, "[EXEC-COMM] the program's communicator '" + c.name + "' does not contain rank " +
-                        std::to_string(program_.rank) + "; fix the program");
-        return;
-      }
       const auto found = resources_.comms.find(c.name);
       if (found == resources_.comms.end()) {
         problem(op, "[EXEC-COMM] no communicator '" + c.name + "' was supplied; add the NCCL "
@@ -299,7 +329,7 @@ class basic_executor {
                         Api::nccl_error_name(bad) + ": " + Api::nccl_error_string(bad));
         return;
       }
-      const int expected_position = static_cast<int>(position - c.ranks.begin());
+      const int expected_position = schedule::member_index(c, program_.rank);
       if (count != static_cast<int>(c.ranks.size()) || user_rank != expected_position) {
         problem(op, "[EXEC-COMM] communicator '" + c.name + "' has " + std::to_string(count) +
                         " ranks and this process is its rank " + std::to_string(user_rank) +
@@ -313,68 +343,37 @@ class basic_executor {
       used_comms_.emplace_back(c.name, found->second);
     };
 
-    std::vector<bool> recorded(static_cast<std::size_t>(std::max(program_.num_events, 0)), false);
-    std::set<int> closed_groups;
-    int open_group = -1, open_group_stream = -1;
+    // Kernels: one problem per missing type, at its first op.
+    std::array<int, schedule::op_type_count> ops_of_type{};
+    for (std::size_t i = 0; i < program_.ops.size(); ++i)
+      if (readable[i] && program_.ops[i].kind == schedule::op_kind::compute)
+        ++ops_of_type[static_cast<std::size_t>(program_.ops[i].key.type)];
+    std::array<bool, schedule::op_type_count> kernel_reported{};
+    bool provider_reported = false;
+    buffers_.assign(program_.ops.size(), {});
     for (int i = 0; i < static_cast<int>(program_.ops.size()); ++i) {
       const schedule::op& o = program_.ops[static_cast<std::size_t>(i)];
-      if (o.kind != schedule::op_kind::host_sync && (o.stream < 0 || o.stream >= num_streams)) {
-        problem(i, "[EXEC-STREAM] stream " + std::to_string(o.stream) + " is not one of the program's " +
-                       std::to_string(num_streams) + " streams; fix the program");
+      if (!readable[static_cast<std::size_t>(i)]) continue;
+      const auto type = static_cast<std::size_t>(o.key.type);
+      if (o.kind == schedule::op_kind::compute && !resources_.kernels.contains(o.key.type) &&
+          !std::exchange(kernel_reported[type], true)) {
+        const std::string name(schedule::to_string(o.key.type));
+        problem(i, "[EXEC-KERNEL] no kernel for op type '" + name + "' (" + std::to_string(ops_of_type[type]) +
+                       (ops_of_type[type] == 1 ? " op" : " ops") + ", the first '" + schedule::display_name(o) +
+                       "'); add cuda::on<op_type::" + name + ">(...) to kernels_for, or set "
+                       "resources.kernels[op_type::" + name + "]");
+      }
+      if (!schedule::is_communication(o.kind) || resources_.comm_overrides.contains(o.key.type)) continue;
+      check_comm(i, o.comm);
+      if (shapes_[static_cast<std::size_t>(o.comm)].size == 0) continue;
+      if (!resources_.buffers) {
+        if (!std::exchange(provider_reported, true))
+          problem(i, "[EXEC-BUFFER] no buffer provider was supplied; set resources.buffers to a callable "
+                     "returning each communication op's buffer (buffer(const schedule::op&))");
         continue;
       }
-      // Groups: consecutive communication ops on one stream.
-      if (o.group != open_group && open_group >= 0) {
-        closed_groups.insert(open_group);
-        open_group = -1;
-      }
-      if (o.group >= 0) {
-        if (!schedule::is_communication(o.kind))
-          problem(i, "[EXEC-GROUP] only communication ops can be in an NCCL group (group " +
-                         std::to_string(o.group) + "); fix the program");
-        else if (closed_groups.count(o.group) != 0)
-          problem(i, "[EXEC-GROUP] group " + std::to_string(o.group) +
-                         " is not consecutive in issue order; keep a group's ops together");
-        else if (open_group == o.group && open_group_stream != o.stream)
-          problem(i, "[EXEC-GROUP] group " + std::to_string(o.group) +
-                         " spans streams; put a group's ops on one stream");
-        open_group = o.group;
-        open_group_stream = o.stream;
-      }
-      switch (o.kind) {
-        case schedule::op_kind::compute:
-          if (resources_.kernels.find(o.name) == resources_.kernels.end())
-            problem(i, "[EXEC-KERNEL] no kernel '" + o.name + "' was supplied; add a callable "
-                       "void(stream) to resources.kernels[\"" + o.name + "\"]");
-          else if (!resources_.kernels.find(o.name)->second)
-            problem(i, "[EXEC-KERNEL] the kernel '" + o.name + "' is an empty std::function; supply a callable");
-          break;
-        case schedule::op_kind::record:
-        case schedule::op_kind::wait:
-          if (o.event < 0 || o.event >= program_.num_events) {
-            problem(i, "[EXEC-EVENT] event " + std::to_string(o.event) + " is not one of the program's " +
-                           std::to_string(program_.num_events) + " events; fix the program");
-          } else if (o.kind == schedule::op_kind::record) {
-            recorded[static_cast<std::size_t>(o.event)] = true;
-          } else if (!recorded[static_cast<std::size_t>(o.event)]) {
-            problem(i, "[EXEC-EVENT] waits for event " + std::to_string(o.event) +
-                           " before any record of it, so it would not wait at all; record the "
-                           "event earlier in issue order");
-          }
-          break;
-        case schedule::op_kind::collective:
-        case schedule::op_kind::send:
-        case schedule::op_kind::recv:
-          if (o.comm < 0 || o.comm >= static_cast<int>(program_.comms.size())) {
-            problem(i, "[EXEC-COMM] communicator " + std::to_string(o.comm) + " is not one of the program's " +
-                           std::to_string(program_.comms.size()) + "; fix the program");
-            break;
-          }
-          check_comm(i, o.comm);
-          if (shapes_[static_cast<std::size_t>(o.comm)].size > 0) check_buffer(i, o, problem);
-          break;
-        case schedule::op_kind::host_sync: break;
-      }
+      buffers_[static_cast<std::size_t>(i)] = resources_.buffers(o);
+      check_buffer(i, o, buffers_[static_cast<std::size_t>(i)], problem);
     }
     if (!problems.empty()) {
       std::string message = "[EXEC-PREFLIGHT] rank " + std::to_string(program_.rank) + ": " +
@@ -387,30 +386,11 @@ class basic_executor {
   }
 
   template <class Problem>
-  void check_buffer(int i, const schedule::op& o, Problem& problem) const {
+  void check_buffer(int i, const schedule::op& o, const buffer& b, Problem& problem) const {
     const int n = shapes_[static_cast<std::size_t>(o.comm)].size;
-    if (o.kind == schedule::op_kind::send || o.kind == schedule::op_kind::recv) {
-      if (o.peer < 0 || o.peer >= n) {
-        problem(i, "[EXEC-PEER] peer " + std::to_string(o.peer) + " is not a rank of the " +
-                       std::to_string(n) + "-rank communicator; fix the program");
-        return;
-      }
-    }
-    if (o.name.empty()) {
-      problem(i, "[EXEC-BUFFER] a communication op without a name has no buffer key; name the op");
-      return;
-    }
-    const auto found = resources_.buffers.find(o.name);
-    if (found == resources_.buffers.end()) {
-      problem(i, "[EXEC-BUFFER] no buffer '" + o.name + "' was supplied; add {send, send_bytes, recv, "
-                 "recv_bytes, dtype} for " + std::to_string(o.bytes) + " bytes to resources.buffers[\"" +
-                 o.name + "\"]");
-      return;
-    }
-    const buffer& b = found->second;
     const std::int64_t element = static_cast<std::int64_t>(Api::element_size(b.dtype));
     if (element <= 0) {
-      problem(i, "[EXEC-BUFFER] buffer '" + o.name + "' has a dtype of unknown size; use an NCCL dtype");
+      problem(i, "[EXEC-BUFFER] the op's buffer has a dtype of unknown size; use an NCCL dtype");
       return;
     }
     const bool split = o.kind == schedule::op_kind::collective && o.coll != schedule::collective::all_reduce;
@@ -437,12 +417,11 @@ class basic_executor {
     const auto side = [&](const char* which, const void* pointer, std::int64_t capacity, std::int64_t needed) {
       if (needed == 0) return;
       if (pointer == nullptr)
-        problem(i, std::string("[EXEC-BUFFER] buffer '") + o.name + "' has no " + which +
-                       " pointer; the op needs " + std::to_string(needed) + " bytes there");
+        problem(i, std::string("[EXEC-BUFFER] the op's buffer has no ") + which + " pointer; the op needs " +
+                       std::to_string(needed) + " bytes there");
       else if (capacity < needed)
-        problem(i, std::string("[EXEC-BUFFER] buffer '") + o.name + "' has " + std::to_string(capacity) +
-                       " " + which + " bytes, the op needs " + std::to_string(needed) +
-                       "; allocate a larger buffer");
+        problem(i, "[EXEC-BUFFER] the op's buffer has " + std::to_string(capacity) + " " + which +
+                       " bytes, the op needs " + std::to_string(needed) + "; allocate a larger buffer");
     };
     side("send", b.send, b.send_bytes, send_needed);
     side("recv", b.recv, b.recv_bytes, recv_needed);
@@ -484,22 +463,19 @@ class basic_executor {
   }
 
   void compile() {
-    const auto comm_of = [&](int index) {
-      return resources_.comms.find(program_.comms[static_cast<std::size_t>(index)].name)->second;
-    };
-    const std::size_t size = program_.ops.size();
-    for (std::size_t i = 0; i < size; ++i) {
+    const schedule::rank_order order(program_);
+    for (std::size_t i = 0; i < program_.ops.size(); ++i) {
       const schedule::op& o = program_.ops[i];
       resolved r;
       r.source = static_cast<int>(i);
+      r.op = &o;
       if (o.kind != schedule::op_kind::host_sync) r.stream = streams_[static_cast<std::size_t>(o.stream)];
-      const bool opens_group = o.group >= 0 && (i == 0 || program_.ops[i - 1].group != o.group);
-      const bool closes_group = o.group >= 0 && (i + 1 == size || program_.ops[i + 1].group != o.group);
-      if (opens_group) calls_.push_back(resolved{.kind = step::group_start, .source = r.source});
+      const bool grouped = o.group >= 0;
+      if (grouped && order.group_first(i) == i) calls_.push_back(resolved{.kind = step::group_start, .source = r.source});
       switch (o.kind) {
         case schedule::op_kind::compute:
           r.kind = step::compute;
-          r.fn = &resources_.kernels.find(o.name)->second;
+          r.fn = &resources_.kernels[o.key.type];
           calls_.push_back(r);
           calls_per_step_ += 1;  // the launch check; the kernel counts below
           break;
@@ -515,57 +491,64 @@ class basic_executor {
           break;
         case schedule::op_kind::collective:
         case schedule::op_kind::send:
-        case schedule::op_kind::recv: {
-          const buffer& b = resources_.buffers.find(o.name)->second;
-          const std::size_t n = static_cast<std::size_t>(shapes_[static_cast<std::size_t>(o.comm)].size);
-          const std::size_t element = Api::element_size(b.dtype);
-          const std::size_t bytes = static_cast<std::size_t>(o.bytes);
-          r.comm = comm_of(o.comm);
-          r.dtype = b.dtype;
-          r.send = b.send;
-          r.recv = b.recv;
-          r.peer = o.peer;
-          if (o.kind == schedule::op_kind::send || o.kind == schedule::op_kind::recv) {
-            r.kind = o.kind == schedule::op_kind::send ? step::send : step::recv;
-            r.count = bytes / element;
+        case schedule::op_kind::recv:
+          if (resources_.comm_overrides.contains(o.key.type)) {
+            r.kind = step::custom;
+            r.custom = &resources_.comm_overrides[o.key.type];
             calls_.push_back(r);
+            calls_per_step_ += 1;  // the launch check
             break;
           }
-          if (o.coll != schedule::collective::all_to_all) {
-            r.kind = o.coll == schedule::collective::all_gather       ? step::all_gather
-                     : o.coll == schedule::collective::reduce_scatter ? step::reduce_scatter
-                                                                       : step::all_reduce;
-            r.count = (o.coll == schedule::collective::all_reduce ? bytes : bytes / n) / element;
-            calls_.push_back(r);
-            break;
-          }
-          // all_to_all: part p of the send buffer goes to peer p, part p of the receive buffer
-          // comes from it; one NCCL group unless the op already is in one.
-          const std::size_t part = bytes / n;
-          if (o.group < 0) calls_.push_back(resolved{.kind = step::group_start, .source = r.source});
-          for (std::size_t p = 0; p < n; ++p) {
-            resolved to = r, from = r;
-            to.kind = step::send;
-            to.peer = from.peer = static_cast<int>(p);
-            to.send = static_cast<const char*>(b.send) + p * part;
-            to.count = from.count = part / element;
-            from.kind = step::recv;
-            from.recv = static_cast<char*>(b.recv) + p * part;
-            calls_.push_back(to);
-            calls_.push_back(from);
-          }
-          if (o.group < 0) calls_.push_back(resolved{.kind = step::group_end, .source = r.source});
+          compile_nccl(o, r);
           break;
-        }
       }
-      if (closes_group) {
-        const int first = static_cast<int>(std::find_if(calls_.rbegin(), calls_.rend(), [](const resolved& c) {
-                                             return c.kind == step::group_start;
-                                           })->source);
-        calls_.push_back(resolved{.kind = step::group_end, .source = first});
-      }
+      if (grouped && order.group_last(i) == i)
+        calls_.push_back(resolved{.kind = step::group_end, .source = static_cast<int>(order.group_first(i))});
     }
     for (const resolved& c : calls_) calls_per_step_ += c.kind == step::host_sync ? 0 : 1;
+    buffers_ = {};  // kept in the calls
+  }
+
+  void compile_nccl(const schedule::op& o, resolved r) {
+    const buffer& b = buffers_[static_cast<std::size_t>(r.source)];
+    const std::size_t n = static_cast<std::size_t>(shapes_[static_cast<std::size_t>(o.comm)].size);
+    const std::size_t element = Api::element_size(b.dtype);
+    const std::size_t bytes = static_cast<std::size_t>(o.bytes);
+    r.comm = resources_.comms.find(program_.comms[static_cast<std::size_t>(o.comm)].name)->second;
+    r.dtype = b.dtype;
+    r.send = b.send;
+    r.recv = b.recv;
+    r.peer = o.peer;
+    if (o.kind == schedule::op_kind::send || o.kind == schedule::op_kind::recv) {
+      r.kind = o.kind == schedule::op_kind::send ? step::send : step::recv;
+      r.count = bytes / element;
+      calls_.push_back(r);
+      return;
+    }
+    if (o.coll != schedule::collective::all_to_all) {
+      r.kind = o.coll == schedule::collective::all_gather       ? step::all_gather
+               : o.coll == schedule::collective::reduce_scatter ? step::reduce_scatter
+                                                                 : step::all_reduce;
+      r.count = (o.coll == schedule::collective::all_reduce ? bytes : bytes / n) / element;
+      calls_.push_back(r);
+      return;
+    }
+    // all_to_all: part p of the send buffer goes to peer p, part p of the receive buffer comes
+    // from it; one NCCL group unless the op already is in one.
+    const std::size_t part = bytes / n;
+    if (o.group < 0) calls_.push_back(resolved{.kind = step::group_start, .source = r.source});
+    for (std::size_t p = 0; p < n; ++p) {
+      resolved to = r, from = r;
+      to.kind = step::send;
+      to.peer = from.peer = static_cast<int>(p);
+      to.send = static_cast<const char*>(b.send) + p * part;
+      to.count = from.count = part / element;
+      from.kind = step::recv;
+      from.recv = static_cast<char*>(b.recv) + p * part;
+      calls_.push_back(to);
+      calls_.push_back(from);
+    }
+    if (o.group < 0) calls_.push_back(resolved{.kind = step::group_end, .source = r.source});
   }
 
   void drop_graph() {
@@ -586,6 +569,7 @@ class basic_executor {
   resources resources_;
   basic_watchdog<Api> watchdog_;
   std::vector<comm_shape> shapes_{};
+  std::vector<buffer> buffers_{};  ///< per op, the provider's answer, until compiled
   std::vector<std::pair<std::string, comm_t>> used_comms_{};
   std::vector<stream_t> streams_{};
   std::vector<stream_t> owned_streams_{};
