@@ -8,7 +8,7 @@
 
 #include <overlap/overlap.hpp>
 #include <overlap/sim/bound.hpp>
-#include <overlap/sim/plan.hpp>
+#include <overlap/plan/plan.hpp>
 
 namespace ov = overlap;
 namespace sc = overlap::schedule;
@@ -27,7 +27,7 @@ const char* bound_by(const ov::sim::step_bound& b) {
   return v == b.nvlink_us ? "nvlink" : "network";
 }
 
-void print(const ov::sim::family_plan& plan, const char* family, const char* workload_name,
+void print(const ov::plan::family_plan& plan, const char* family, const char* workload_name,
            const ov::sim::cost_model& cost, const ov::sim::options& opt, bool& first) {
   const ov::sim::step_bound b = ov::sim::lower_bound(plan.overlap_step, cost, opt);
   std::printf("%s{\"family\":\"%s\",\"workload\":\"%s\",\"ops\":%zu,\"baseline_us\":%.1f,"
@@ -45,17 +45,17 @@ void records(const char* workload_name, const sc::workload& w, bool& first, int 
   ov::sim::machine m = ov::sim::h100_node();
   m.gpus_per_node = gpus_per_node;
   const ov::sim::cost_model h100(m);
-  for (const auto& plan : ov::sim::plan_families(Cfg::settings, w, h100))
+  for (const auto& plan : ov::plan::plan_families(Cfg::settings, w, h100))
     print(plan, std::string(sc::to_string(plan.family)).c_str(), workload_name, h100,
-          ov::sim::options_for(Cfg::resolved), first);
+          ov::plan::options_for(Cfg::resolved), first);
 }
 
 /// All the families the config enables, composed into one step.
 template <class Cfg>
 void composed_record(const char* workload_name, const sc::workload& w, bool& first) {
   const ov::sim::cost_model h100(ov::sim::h100_node());
-  print(ov::sim::plan_step(Cfg::settings, w, h100), "all", workload_name, h100,
-        ov::sim::options_for(Cfg::resolved), first);
+  print(ov::plan::plan_step(Cfg::settings, w, h100), "all", workload_name, h100,
+        ov::plan::options_for(Cfg::resolved), first);
 }
 }  // namespace
 

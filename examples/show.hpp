@@ -13,12 +13,12 @@
 
 #include <overlap/overlap.hpp>
 #include <overlap/settings/print.hpp>
-#include <overlap/sim/plan.hpp>
+#include <overlap/plan/plan.hpp>
 #include <overlap/trace/chrome_trace.hpp>
 #include <overlap/trace/svg_timeline.hpp>
 
 /// The overlapped step's Chrome trace and SVG picture as `base`.json and `base`.svg.
-inline void write_timelines(const std::string& base, const overlap::sim::family_plan& plan) {
+inline void write_timelines(const std::string& base, const overlap::plan::family_plan& plan) {
   std::ofstream json(base + ".json");
   overlap::trace::write_chrome_trace(json, plan.overlap_step, plan.overlap);
   std::ofstream svg(base + ".svg");
@@ -42,7 +42,7 @@ void show(std::string_view title, const overlap::schedule::workload& w, std::str
             << w.micro_batches << " micro-batches) --\n";
   std::printf("%-6s %14s %14s %16s %16s\n", "family", "baseline_us", "overlap_us",
               "exposed_base_us", "exposed_over_us");
-  for (const auto& plan : overlap::sim::plan_families(Cfg::settings, w, h100)) {
+  for (const auto& plan : overlap::plan::plan_families(Cfg::settings, w, h100)) {
     const auto f = static_cast<std::size_t>(plan.family);
     const std::string family(overlap::schedule::to_string(plan.family));
     std::printf("%-6s %14.0f %14.0f %16.0f %16.0f%s\n", family.c_str(),
@@ -52,7 +52,7 @@ void show(std::string_view title, const overlap::schedule::workload& w, std::str
     if (!plan.note.empty()) std::cout << "       (" << plan.note << ")\n";
     write_timelines(dir + "/" + std::string(name) + "_" + family, plan);
   }
-  const auto all = overlap::sim::plan_step(Cfg::settings, w, h100);
+  const auto all = overlap::plan::plan_step(Cfg::settings, w, h100);
   std::cout << "-- all families composed: " << all.overlap_step.size() << " ranks --\n";
   std::printf("step_us: baseline %.0f, overlap %.0f%s\n", all.baseline.step_time_us,
               all.overlap.step_time_us, all.overlap.deadlock || all.baseline.deadlock ? "  HANG" : "");

@@ -4,7 +4,7 @@
 #include <string>
 
 #include <overlap/overlap.hpp>
-#include <overlap/sim/plan.hpp>
+#include <overlap/plan/plan.hpp>
 #include <overlap/verify/verify.hpp>
 
 namespace ov = overlap;

@@ -7,7 +7,7 @@
 
 #include <overlap/overlap.hpp>
 #include <overlap/sim/bound.hpp>
-#include <overlap/sim/plan.hpp>
+#include <overlap/plan/plan.hpp>
 #include <overlap/verify/verify.hpp>
 
 namespace ov = overlap;
@@ -43,8 +43,8 @@ TEST_CASE("generated programs of a grid of valid layouts verify and simulate to 
               }
               if (!ov::validate(s).ok()) continue;
               ++valid;
-              std::vector<ov::sim::family_plan> all = ov::sim::plan_families(s, w, h100);
-              all.push_back(ov::sim::plan_step(s, w, h100));
+              std::vector<ov::plan::family_plan> all = ov::plan::plan_families(s, w, h100);
+              all.push_back(ov::plan::plan_step(s, w, h100));
               for (const auto& plan : all) {
                 ++plans;
                 for (const auto* step : {&plan.baseline_step, &plan.overlap_step}) {
@@ -62,7 +62,7 @@ TEST_CASE("generated programs of a grid of valid layouts verify and simulate to 
                 CHECK_FALSE(plan.overlap.deadlock);
                 CHECK(plan.overlap.step_time_us > 0);
                 // The bound holds: no simulated step beats it.
-                const auto opt = ov::sim::options_for(ov::derive(s));
+                const auto opt = ov::plan::options_for(ov::derive(s));
                 CHECK(ov::sim::lower_bound(plan.overlap_step, h100, opt).value() <=
                       plan.overlap.step_time_us * (1 + 1e-9));
               }

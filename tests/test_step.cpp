@@ -11,7 +11,7 @@
 
 #include <overlap/overlap.hpp>
 #include <overlap/schedule/step.hpp>
-#include <overlap/sim/plan.hpp>
+#include <overlap/plan/plan.hpp>
 #include <overlap/verify/verify.hpp>
 
 namespace ov = overlap;
@@ -80,7 +80,7 @@ TEST_CASE("all four families compose into one verified program per rank") {
 
 TEST_CASE("the composed step with every overlap on beats the same step with every overlap off") {
   const ov::sim::cost_model h100(ov::sim::h100_node());
-  const auto plan = ov::sim::plan_step(all_four::settings, moe_workload(), h100);
+  const auto plan = ov::plan::plan_step(all_four::settings, moe_workload(), h100);
   REQUIRE_FALSE(plan.overlap.deadlock);
   REQUIRE_FALSE(plan.baseline.deadlock);
   CHECK(ov::verify::verify_report(plan.baseline_step).empty());

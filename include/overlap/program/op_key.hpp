@@ -80,6 +80,8 @@ constexpr bool is_communication(op_kind k) {
   X(tp_ring_recv, recv, tp)                              \
   X(ep_dispatch, collective, ep)                         \
   X(ep_combine, collective, ep)                          \
+  X(ep_dispatch_bprop, collective, ep)                   \
+  X(ep_combine_bprop, collective, ep)                    \
   X(dp_grad_reduce, collective, dp)                      \
   X(dp_param_gather, collective, dp)                     \
   X(embedding_grad_all_reduce, collective, dp)           \

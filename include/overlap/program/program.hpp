@@ -37,7 +37,9 @@ struct communicator {
 enum class buffer_kind : std::uint8_t {
   activation,       ///< a layer's input (sequence-parallel shard with TP), saved for backward
   activation_grad,  ///< the gradient flowing back into a layer
-  workspace,        ///< an intermediate inside a layer (GEMM input or output, gathered tensor)
+  workspace,        ///< an intermediate inside a layer: the output of op type `of`
+  gathered,         ///< the all-gathered input of GEMM `of` (TP)
+  scattered,        ///< the reduce-scattered output of GEMM `of` (TP)
   ring_chunk,       ///< one chunk of a TP ring exchange
   tokens,           ///< MoE tokens: routed, dispatched, computed or combined
   parameters,       ///< a layer's (or the embedding's) parameters
@@ -49,8 +51,10 @@ enum class buffer_kind : std::uint8_t {
 
 struct buffer {
   buffer_kind kind = buffer_kind::workspace;
+  op_type of = op_type::none;  ///< the op type whose output (or, for parameters, tensor) it is
   location at{};
   bool expert = false;
+  friend constexpr bool operator==(const buffer&, const buffer&) = default;
 };
 
 /// One issued operation. Fields that an op kind does not use keep their defaults.
@@ -130,6 +134,8 @@ constexpr std::string_view to_string(buffer_kind k) {
     case buffer_kind::activation: return "activation";
     case buffer_kind::activation_grad: return "activation_grad";
     case buffer_kind::workspace: return "workspace";
+    case buffer_kind::gathered: return "gathered";
+    case buffer_kind::scattered: return "scattered";
     case buffer_kind::ring_chunk: return "ring_chunk";
     case buffer_kind::tokens: return "tokens";
     case buffer_kind::parameters: return "parameters";
@@ -147,9 +153,10 @@ inline std::string display_name(const op& o) {
   return std::string(o.kind == op_kind::collective ? to_string(o.coll) : to_string(o.kind));
 }
 
-/// "activation l3 mb0" for a buffer.
+/// "activation l3 mb0" or "workspace qkv_fprop l3 mb0" for a buffer.
 inline std::string display_name(const buffer& b) {
   std::string text(to_string(b.kind));
+  if (b.of != op_type::none) (text += ' ') += to_string(b.of);
   append_coordinates(text, b.at);
   return b.expert ? text + " expert" : text;
 }

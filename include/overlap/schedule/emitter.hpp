@@ -1,16 +1,35 @@
 #pragma once
 /// @file
 /// Appending ops to one rank's program: what every family's builder shares, so that several
-/// builders can write into one program (the composed step) without clashing on event, group or
-/// stream numbers.
+/// builders can write into one program (the composed step) without clashing on event, group,
+/// stream, sequence or buffer numbers.
 
+#include <cstdint>
+#include <map>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
-#include <overlap/schedule/program.hpp>
+#include <overlap/program/program.hpp>
 
 namespace overlap::schedule::detail {
+
+/// Names of the buffers a layer's builders share with each other and with the DP buckets.
+inline buffer activation(int layer, int micro_batch) {
+  return {.kind = buffer_kind::activation, .at = {.layer = layer, .micro_batch = micro_batch}};
+}
+inline buffer activation_grad(int layer, int micro_batch) {
+  return {.kind = buffer_kind::activation_grad, .at = {.layer = layer, .micro_batch = micro_batch}};
+}
+/// What `of` computes with: a layer's tensors (of none) or the embedding's / output layer's.
+inline buffer parameters(op_type of, int layer, bool expert = false) {
+  return {.kind = buffer_kind::parameters, .of = of, .at = {.layer = layer}, .expert = expert};
+}
+inline buffer gradients(op_type of, int layer, bool expert = false) {
+  return {.kind = buffer_kind::gradients, .of = of, .at = {.layer = layer}, .expert = expert};
+}
+
 
 class emitter {
  public:
@@ -29,13 +48,17 @@ class emitter {
     for (std::size_t c = 0; c < p_.comms.size(); ++c)
       if (p_.comms[c].name == name) return static_cast<int>(c);
     p_.comms.push_back({name, ranks});
+    seq_.push_back(0);
     return static_cast<int>(p_.comms.size()) - 1;
   }
   int new_group() { return groups_++; }
-  int new_buffers(int count) {
-    const int first = p_.num_buffers;
-    p_.num_buffers += count;
-    return first;
+  /// The buffer `b` (added on first use): equal descriptions are one buffer.
+  int buffer(const schedule::buffer& b) {
+    const auto key = std::make_tuple(b.kind, b.of, b.at.layer, b.at.micro_batch, b.at.chunk,
+                                     b.at.bucket, b.at.split, b.expert);
+    const auto [it, added] = buffers_.try_emplace(key, static_cast<int>(p_.buffers.size()));
+    if (added) p_.buffers.push_back(b);
+    return it->second;
   }
 
   /// Appends `o`, after the deferred record of its stream (all of them before a host sync).
@@ -47,9 +70,27 @@ class emitter {
     }
     p_.ops.push_back(std::move(o));
   }
-  void compute(int stream, std::string name, double flops) {
-    push({.kind = op_kind::compute, .stream = stream, .name = std::move(name), .flops = flops});
+  void compute(int stream, op_key key, double flops, std::vector<int> reads, std::vector<int> writes,
+               std::int64_t memory_bytes = 0) {
+    push({.kind = op_kind::compute, .stream = stream, .key = key, .flops = flops,
+          .memory_bytes = memory_bytes, .reads = std::move(reads), .writes = std::move(writes)});
   }
+  /// A collective on communicator `comm`, numbered in the communicator's order.
+  void collective(int stream, op_key key, schedule::collective c, int comm, std::int64_t bytes,
+                  std::vector<int> reads, std::vector<int> writes, int sms = -1) {
+    push({.kind = op_kind::collective, .stream = stream, .key = key, .coll = c, .comm = comm,
+          .seq = seq_[static_cast<std::size_t>(comm)]++, .bytes = bytes, .sms = sms,
+          .reads = std::move(reads), .writes = std::move(writes)});
+  }
+  /// A send (reads `data`) or recv (writes `data`) with communicator rank `peer` of `comm`.
+  void p2p(op_kind kind, int stream, op_key key, int comm, int peer, std::int64_t bytes,
+           std::vector<int> data, int group = -1, int sms = -1) {
+    op o{.kind = kind, .stream = stream, .key = key, .comm = comm, .peer = peer, .bytes = bytes,
+         .sms = sms, .group = group};
+    (kind == op_kind::send ? o.reads : o.writes) = std::move(data);
+    push(std::move(o));
+  }
+
   /// An event that completes with what `stream` has been given so far. Its record op is issued
   /// late: right before the next op on `stream`, or before the first wait for it. With one
   /// hardware queue (CUDA_DEVICE_MAX_CONNECTIONS=1) a record issued right behind a long kernel
@@ -65,21 +106,26 @@ class emitter {
   void wait(int stream, int event) {
     for (std::size_t s = 0; s < deferred_.size(); ++s)
       if (deferred_[s] == event) materialize(static_cast<int>(s));
-    push({.kind = op_kind::wait, .stream = stream, .event = event});
+    push({.kind = op_kind::wait, .stream = stream, .key = {.type = op_type::event_wait}, .event = event});
   }
   /// `to` waits for what `from` issued so far.
-  void cross(int from, int to) { wait(to, record(from)); }
+  void cross(int from, int to) {
+    if (from != to) wait(to, record(from));
+  }
 
  private:
   void materialize(int stream) {
     if (static_cast<std::size_t>(stream) >= deferred_.size() || deferred_[stream] < 0) return;
-    p_.ops.push_back({.kind = op_kind::record, .stream = stream, .event = deferred_[stream]});
+    p_.ops.push_back({.kind = op_kind::record, .stream = stream, .key = {.type = op_type::event_record},
+                      .event = deferred_[stream]});
     deferred_[stream] = -1;
   }
 
   program& p_;
   int groups_ = 0;
   std::vector<int> deferred_;  ///< per stream: the event whose record is not issued yet, or -1
+  std::vector<std::int64_t> seq_;  ///< per communicator: collectives issued so far
+  std::map<std::tuple<buffer_kind, op_type, int, int, int, int, int, bool>, int> buffers_;
 };
 
 }  // namespace overlap::schedule::detail

@@ -1,128 +1,212 @@
 #pragma once
 /// @file
-/// The EP family's builder: MoE layers on one rank of an expert-parallel group. A layer is
-/// attention, the token dispatch (all-to-all), the experts, and the combine (all-to-all); the
-/// backward runs them in reverse.
+/// The EP family's builder: MoE layers on one rank of an expert-parallel group (one rank: the
+/// same layer without the all-to-alls). A layer is attention, the router, the permutation of the
+/// tokens to their experts, the token dispatch (all-to-all), the experts, the combine
+/// (all-to-all) and the unpermutation; shared experts, where the settings have them, run on the
+/// un-dispatched tokens beside the routed ones. The backward runs them in reverse, each
+/// all-to-all in the other direction.
 ///
-/// Without `overlap_moe_expert_parallel_comm` every micro-batch runs forward then backward on the
-/// compute stream and each all-to-all is exposed. With it (Megatron-Core's combined 1F1B) the
-/// forward of one micro-batch runs layer by layer against the backward of another, in
-/// upstream's per-layer issue order, so that each all-to-all of one runs under the other's
-/// compute: combine_B || attn_F, dispatch_F || mlp_B, dispatch_B || (mlp_W +) mlp_F,
-/// combine_F || attn_B. `delay_wgrad_compute` splits the expert weight gradient (mlp_W) out of
-/// mlp_B into the phase where the backward dispatch runs, and the attention weight gradient
-/// (attn_W) out of attn_B to the end of the layer. Attention itself is the caller's (whole, or
-/// tensor-parallel GEMM slots): see `whole_attention`. The composed step (step.hpp) pairs the
-/// micro-batches.
+/// Without `overlap_moe_expert_parallel_comm` every micro-batch runs forward then backward and
+/// each all-to-all is exposed. With it (Megatron-Core's combined 1F1B) the forward of one
+/// micro-batch runs layer by layer against the backward of another, in upstream's per-layer
+/// issue order, so that each all-to-all of one runs under the other's compute: combine_bprop ||
+/// attention forward, dispatch || expert dgrad, dispatch_bprop || (expert wgrad +) expert
+/// forward, combine || attention backward. `delay_wgrad_compute` moves the expert weight gradient
+/// out of the expert backward into the phase where the backward dispatch runs, and the attention
+/// weight gradients to the end of the layer. The composed step (step.hpp) pairs the micro-batches.
 
 #include <cstdint>
-#include <string>
+#include <optional>
 #include <vector>
 
+#include <overlap/program/program.hpp>
 #include <overlap/schedule/emitter.hpp>
-#include <overlap/schedule/program.hpp>
+#include <overlap/schedule/layout.hpp>
+#include <overlap/schedule/tensor_parallel.hpp>
 #include <overlap/schedule/workload.hpp>
 
-namespace overlap::schedule {
+namespace overlap::schedule::detail {
 
-namespace detail {
-
-/// Forward flops of the routed experts of one MoE layer on one rank, whose `tp` ranks share the
-/// micro-batch's tokens (sequence parallel): top_k SwiGLU experts (3 h x ffn matrices) per token.
-inline double moe_expert_flops(const workload& w, int tp) {
-  return 2 * static_cast<double>(w.tokens()) / tp * w.top_k * 3 * w.hidden * w.moe_ffn_hidden;
-}
-
-/// Attention on one GPU (no tensor parallelism): one op forward, one backward, and with
-/// `delay_wgrad_compute` the weight gradient split out of the backward.
-class whole_attention {
- public:
-  whole_attention(emitter& e, int compute_stream, const workload& w, bool delay_wgrad)
-      : e_(e), compute_(compute_stream), delay_(delay_wgrad) {
-    const double t = static_cast<double>(w.tokens()), h = w.hidden;
-    flops_ = 2 * t * 4 * h * h + 2 * t * w.seq_length * h;
-  }
-  void forward(const std::string& at) { e_.compute(compute_, "attn_F" + at, flops_); }
-  void backward(const std::string& at) { e_.compute(compute_, "attn_B" + at, (delay_ ? 1 : 2) * flops_); }
-  void wgrad(const std::string& at) {
-    if (delay_) e_.compute(compute_, "attn_W" + at, flops_);
-  }
-
- private:
-  emitter& e_;
-  int compute_;
-  bool delay_;
-  double flops_ = 0;
+/// The MoE sizes of one rank's layers.
+struct moe_shape {
+  int experts = 0;         ///< routed experts of the model
+  int shared_ffn = 0;      ///< moe_shared_expert_intermediate_size (0: none)
+  bool delay_wgrad = false;
+  bool recompute_experts = false;  ///< selective recompute of the routed experts ("moe")
 };
 
-/// Writes one ep rank's MoE layers into a program: adds an ep stream next to `compute` and uses
-/// communicator `comm_name` (members `ranks`). `tp` ranks share a micro-batch's tokens (sequence
-/// parallel), so each dispatches and computes a 1/tp share.
-class ep_builder {
+class moe_builder {
  public:
-  ep_builder(emitter& e, int compute_stream, const std::string& comm_name,
-             const std::vector<int>& ranks, const workload& w, int tp, bool delay_wgrad)
-      : e_(e), delay_(delay_wgrad), compute(compute_stream),
-        ep_stream(e.add_stream(stream_role::ep_comm, -1)), comm_index_(e.comm(comm_name, ranks)) {
-    experts_ = moe_expert_flops(w, tp);
-    tokens_bytes_ = w.tokens() / tp * w.top_k * w.hidden * w.element_bytes();
-  }
-
-  /// A phase of one micro-batch's chain: it waits for the chain's previous phase (on the other
-  /// stream) and becomes the chain's last record. `chain_event` is that chain's last record.
-  void comm_in_chain(int& chain_event, const std::string& name) {
-    if (chain_event >= 0) e_.wait(ep_stream, chain_event);
-    push({.kind = op_kind::collective, .stream = ep_stream, .name = name,
-          .coll = collective::all_to_all, .comm = comm_index_, .seq = seq_++, .bytes = tokens_bytes_,
-          .family = family::ep});
-    chain_event = record(ep_stream);
-  }
-  /// The compute phase of a chain (`work` issues it on the compute stream); see `comm_in_chain`.
-  template <class Work>
-  void work_in_chain(int& chain_event, Work&& work) {
-    if (chain_event >= 0) e_.wait(compute, chain_event);
-    work();
-    chain_event = record(compute);
+  /// `ep_group` holds this rank (one rank: no dispatch or combine); `tp` ranks share a
+  /// micro-batch's tokens (sequence parallel), so each routes and computes a 1/tp share.
+  moe_builder(emitter& e, int compute_stream, const group& ep_group, const workload& w, int tp,
+              int element_bytes, moe_shape shape)
+      : e_(e), w_(w), shape_(shape), ep_(static_cast<int>(ep_group.ranks.size())), compute_(compute_stream),
+        ep_stream_(ep_ > 1 ? e.add_stream(stream_role::ep_comm, -1) : compute_stream),
+        comm_(ep_ > 1 ? e.comm(ep_group.name, ep_group.ranks) : -1) {
+    tokens_ = static_cast<double>(w.tokens()) / tp;
+    routed_bytes_ = w.tokens() / tp * w.moe_router_topk * w.hidden_size * element_bytes;
+    experts_flops_ = 2 * tokens_ * w.moe_router_topk * static_cast<double>(w.expert_parameters(w.moe_ffn_hidden_size));
+    shared_flops_ = 2 * tokens_ * static_cast<double>(w.expert_parameters(shape.shared_ffn));
+    router_flops_ = 2 * tokens_ * static_cast<double>(w.router_parameters(shape.experts));
   }
 
   /// The forward of layer `fl` for micro-batch f and the backward of layer `bl` for micro-batch
-  /// b, in upstream's per-layer issue order; either may be absent (-1).
-  template <class Attention>
-  void layer(Attention& attention, int fl, int f, int bl, int b) {
-    const std::string fat = "_l" + std::to_string(fl) + "_mb" + std::to_string(f);
-    const std::string bat = "_l" + std::to_string(bl) + "_mb" + std::to_string(b);
-    const double mlp_b = delay_ ? experts_ : 2 * experts_;
-    if (b >= 0) comm_in_chain(chain_b_, "combine_B" + bat);
-    if (f >= 0) work_in_chain(chain_f_, [&] { attention.forward(fat); });
-    if (b >= 0) work_in_chain(chain_b_, [&] { e_.compute(compute, "mlp_B" + bat, mlp_b); });
-    if (f >= 0) comm_in_chain(chain_f_, "dispatch_F" + fat);
-    if (b >= 0 && delay_) e_.compute(compute, "mlp_W" + bat, experts_);
-    if (b >= 0) comm_in_chain(chain_b_, "dispatch_B" + bat);
-    if (f >= 0) work_in_chain(chain_f_, [&] { e_.compute(compute, "mlp_F" + fat, experts_); });
-    if (f >= 0) comm_in_chain(chain_f_, "combine_F" + fat);
-    if (b >= 0) work_in_chain(chain_b_, [&] { attention.backward(bat); });
-    if (b >= 0) attention.wgrad(bat);
+  /// b, in upstream's per-layer issue order; either may be absent (-1). `tp` writes the attention.
+  void layer(tp_builder& tp, int fl, int f, int bl, int b, bool recompute = false) {
+    const location fat{.layer = fl, .micro_batch = f}, bat{.layer = bl, .micro_batch = b};
+    const bool fwd = f >= 0, bwd = b >= 0;
+    recompute_ = recompute;
+    if (bwd) {
+      work_in_chain(chain_b_, [&] { backward_entry(bat); });
+      comm_in_chain(chain_b_, op_type::ep_combine_bprop, bat, tokens(op_type::unpermute_bprop, bat),
+                    tokens(op_type::ep_combine_bprop, bat));
+    }
+    if (fwd) work_in_chain(chain_f_, [&] { forward_entry(tp, fat); });
+    if (bwd) work_in_chain(chain_b_, [&] { experts_backward(bat, !shape_.delay_wgrad); });
+    if (fwd) comm_in_chain(chain_f_, op_type::ep_dispatch, fat, tokens(op_type::permute_fprop, fat),
+                           tokens(op_type::ep_dispatch, fat));
+    if (bwd && shape_.delay_wgrad) experts_wgrad(bat);
+    if (bwd) comm_in_chain(chain_b_, op_type::ep_dispatch_bprop, bat, tokens(op_type::experts_dgrad, bat),
+                           tokens(op_type::ep_dispatch_bprop, bat));
+    if (fwd) work_in_chain(chain_f_, [&] { experts_forward(fat); });
+    if (fwd) comm_in_chain(chain_f_, op_type::ep_combine, fat, tokens(op_type::experts_fprop, fat),
+                           tokens(op_type::ep_combine, fat));
+    if (bwd) work_in_chain(chain_b_, [&] { backward_exit(tp, bat); });
+    if (bwd && shape_.delay_wgrad) tp.attention_wgrad();
+    if (fwd) pending_ = fat;
+    recompute_ = false;
   }
 
+  /// Issues what the last forward layer still owes (its unpermutation); call before anything
+  /// reads the last layer's output, and before a new pair of chains.
+  void flush() {
+    if (pending_) work_in_chain(chain_f_, [&] { unpermute(*pending_); });
+    pending_.reset();
+  }
   /// Starts a new pair of chains (a new forward and backward micro-batch).
-  void reset_chains() { chain_f_ = chain_b_ = -1; }
-
+  void reset_chains() {
+    flush();
+    chain_f_ = chain_b_ = -1;
+  }
   /// The step ends when the ep stream has drained too.
-  void finish() { e_.cross(ep_stream, compute); }
+  void finish() {
+    flush();
+    e_.cross(ep_stream_, compute_);
+  }
+
+  /// Parameters of one MoE layer held by this rank: the routed experts' (expert group) and the
+  /// dense part beside attention (router and shared experts; the latter split over tp).
+  static std::int64_t expert_parameters(const workload& w, const moe_shape& s, int ep, int tp) {
+    return std::int64_t{s.experts} / ep * w.expert_parameters(w.moe_ffn_hidden_size) / (ep > 1 ? 1 : tp);
+  }
+  static std::int64_t dense_parameters(const workload& w, const moe_shape& s, int tp) {
+    return w.router_parameters(s.experts) + w.expert_parameters(s.shared_ffn) / tp;
+  }
 
  private:
-  void push(op o) { e_.push(std::move(o)); }
-  int record(int stream) { return e_.record(stream); }
+  op_key key(op_type type, location at) const { return {.type = type, .at = at, .recompute = recompute_}; }
+  int tokens(op_type of, location at) { return e_.buffer({.kind = buffer_kind::tokens, .of = of, .at = at}); }
+  int ws(op_type of, location at) { return e_.buffer({.kind = buffer_kind::workspace, .of = of, .at = at}); }
+  int params(location at, bool expert) { return e_.buffer(parameters(op_type::none, at.layer, expert)); }
+  int grads(location at, bool expert) { return e_.buffer(gradients(op_type::none, at.layer, expert)); }
+  std::int64_t permute_bytes() const { return 2 * routed_bytes_; }
+
+  void compute(op_type type, location at, double flops, std::vector<int> reads, std::vector<int> writes,
+               std::int64_t memory = 0) {
+    e_.compute(compute_, key(type, at), flops, std::move(reads), std::move(writes), memory);
+  }
+
+  /// A phase of one micro-batch's chain: it waits for the chain's previous phase (on the other
+  /// stream) and becomes the chain's last record. With one rank there is nothing to send.
+  void comm_in_chain(int& chain, op_type type, location at, int in, int out) {
+    if (ep_ == 1) return;
+    if (chain >= 0) e_.wait(ep_stream_, chain);
+    e_.collective(ep_stream_, key(type, at), collective::all_to_all, comm_, routed_bytes_, {in}, {out});
+    chain = e_.record(ep_stream_);
+  }
+  template <class Work>
+  void work_in_chain(int& chain, Work&& work) {
+    if (chain >= 0 && ep_ > 1) e_.wait(compute_, chain);
+    work();
+    if (ep_ > 1) chain = e_.record(compute_);
+  }
+
+  // What each all-to-all delivers; with one rank, what it would have sent.
+  int dispatched(location at) { return tokens(ep_ > 1 ? op_type::ep_dispatch : op_type::permute_fprop, at); }
+  int combined(location at) { return tokens(ep_ > 1 ? op_type::ep_combine : op_type::experts_fprop, at); }
+  int combined_grad(location at) { return tokens(ep_ > 1 ? op_type::ep_combine_bprop : op_type::unpermute_bprop, at); }
+  int dispatched_grad(location at) { return tokens(ep_ > 1 ? op_type::ep_dispatch_bprop : op_type::experts_dgrad, at); }
+
+  void forward_entry(tp_builder& tp, location at) {
+    if (pending_) unpermute(*pending_);
+    pending_.reset();
+    const int attention = tp.attention_forward(at.layer, at.micro_batch, e_.buffer(activation(at.layer, at.micro_batch)),
+                                               recompute_);
+    tp_attention_out_ = attention;
+    compute(op_type::router_fprop, at, router_flops_, {attention, params(at, false)}, {ws(op_type::router_fprop, at)});
+    compute(op_type::permute_fprop, at, 0, {attention, ws(op_type::router_fprop, at)},
+            {tokens(op_type::permute_fprop, at)}, permute_bytes());
+  }
+  void experts_forward(location at) {
+    compute(op_type::experts_fprop, at, experts_flops_, {dispatched(at), params(at, true)},
+            {tokens(op_type::experts_fprop, at)});
+    if (shape_.shared_ffn > 0)
+      compute(op_type::shared_experts_fprop, at, shared_flops_, {tp_attention_out_, params(at, false)},
+              {ws(op_type::shared_experts_fprop, at)});
+  }
+  void unpermute(location at) {
+    std::vector<int> reads{combined(at), ws(op_type::router_fprop, at)};
+    if (shape_.shared_ffn > 0) reads.push_back(ws(op_type::shared_experts_fprop, at));
+    compute(op_type::unpermute_fprop, at, 0, std::move(reads), {e_.buffer(activation(at.layer + 1, at.micro_batch))},
+            permute_bytes());
+  }
+
+  void backward_entry(location at) {
+    const int grad = e_.buffer(activation_grad(at.layer + 1, at.micro_batch));
+    compute(op_type::unpermute_bprop, at, 0, {grad}, {tokens(op_type::unpermute_bprop, at)}, permute_bytes());
+    if (shape_.shared_ffn > 0) {
+      compute(op_type::shared_experts_dgrad, at, shared_flops_, {grad, params(at, false)},
+              {ws(op_type::shared_experts_dgrad, at)});
+      compute(op_type::shared_experts_wgrad, at, shared_flops_, {grad, grads(at, false)}, {grads(at, false)});
+    }
+  }
+  void experts_backward(location at, bool with_wgrad) {
+    if (shape_.recompute_experts) {
+      recompute_ = true;
+      experts_forward(at);
+      recompute_ = false;
+    }
+    const int grad = combined_grad(at);
+    compute(op_type::experts_dgrad, at, experts_flops_, {grad, params(at, true), dispatched(at)},
+            {tokens(op_type::experts_dgrad, at)});
+    if (with_wgrad) experts_wgrad(at);
+  }
+  void experts_wgrad(location at) {
+    compute(op_type::experts_wgrad, at, experts_flops_,
+            {combined_grad(at), dispatched(at), grads(at, true)},
+            {grads(at, true)});
+  }
+  void backward_exit(tp_builder& tp, location at) {
+    const int grad = ws(op_type::permute_bprop, at);
+    compute(op_type::permute_bprop, at, 0, {dispatched_grad(at)}, {grad}, permute_bytes());
+    compute(op_type::router_bprop, at, 2 * router_flops_, {grad, ws(op_type::router_fprop, at), grads(at, false)},
+            {grads(at, false)});
+    tp.attention_backward(at.layer, at.micro_batch, grad, e_.buffer(activation(at.layer, at.micro_batch)),
+                          e_.buffer(activation_grad(at.layer, at.micro_batch)), shape_.delay_wgrad);
+  }
 
   emitter& e_;
-  bool delay_;
-  const int compute, ep_stream, comm_index_;
-  double experts_ = 0;
-  std::int64_t tokens_bytes_ = 0;
-  std::int64_t seq_ = 0;
+  const workload& w_;
+  moe_shape shape_;
+  int ep_, compute_, ep_stream_, comm_;
+  double tokens_ = 0, experts_flops_ = 0, shared_flops_ = 0, router_flops_ = 0;
+  std::int64_t routed_bytes_ = 0;
+  bool recompute_ = false;
   int chain_f_ = -1, chain_b_ = -1;
+  int tp_attention_out_ = -1;
+  std::optional<location> pending_{};
 };
 
-}  // namespace detail
-
-}  // namespace overlap::schedule
+}  // namespace overlap::schedule::detail

@@ -28,8 +28,10 @@
 #include <utility>
 #include <vector>
 
+#include <overlap/program/program.hpp>
 #include <overlap/schedule/emitter.hpp>
-#include <overlap/schedule/program.hpp>
+#include <overlap/schedule/layout.hpp>
+#include <overlap/schedule/tensor_parallel.hpp>
 #include <overlap/schedule/workload.hpp>
 #include <overlap/settings/resolved.hpp>
 #include <overlap/settings/settings.hpp>
@@ -99,12 +101,13 @@ namespace detail {
 /// from those of the other pipelines of the layout.
 class pp_stage {
  public:
-  pp_stage(emitter& e, int compute_stream, int stage, std::vector<int> stage_ranks,
-           std::string suffix, int chunks, int micro_batches, int extra_warmup,
-           std::int64_t activation_bytes, bool overlap)
+  pp_stage(emitter& e, int compute_stream, int stage, const group& pipeline, int chunks,
+           int layers_per_chunk, int micro_batches, int extra_warmup, std::int64_t activation_bytes,
+           bool overlap)
       : e_(e), compute_(compute_stream), stage_(stage),
-        stages_(static_cast<int>(stage_ranks.size())), chunks_(chunks),
-        ranks_(std::move(stage_ranks)), suffix_(std::move(suffix)), bytes_(activation_bytes),
+        stages_(static_cast<int>(pipeline.ranks.size())), chunks_(chunks),
+        per_chunk_(layers_per_chunk), ranks_(pipeline.ranks), suffix_(pipeline.name.substr(2)),
+        bytes_(activation_bytes),
         overlap_(overlap),
         order_(pipeline_order(stage, stages_, chunks, micro_batches, extra_warmup)),
         warmup_(pipeline_warmup(stage, stages_, chunks, micro_batches, extra_warmup)),
@@ -178,12 +181,19 @@ class pp_stage {
     if (overlap_) name += a.forward ? "_fwd" : "_bwd";
     const int comm = e_.comm(name + suffix_, {ranks_[link], ranks_[(link + 1) % stages_]});
     const int peer = e_.target().comms[comm].ranks[0] == ranks_[peer_stage] ? 0 : 1;
-    std::string label = std::string(kind == op_kind::send ? "send_" : "recv_") +
-                        (a.forward ? "activation" : "grad") + "_mb" + std::to_string(a.micro_batch) +
-                        "_c" + std::to_string(a.chunk);
-    return op{.kind = kind, .stream = stream_of(kind, a.forward),
-              .name = std::move(label), .comm = comm, .peer = peer, .bytes = bytes_,
-              .family = family::pp};
+    const bool send = kind == op_kind::send;
+    const op_type type = a.forward ? (send ? op_type::pp_send_forward : op_type::pp_recv_forward)
+                                   : (send ? op_type::pp_send_backward : op_type::pp_recv_backward);
+    // The chunk's boundary activations: forward sends the output of its last layer and receives
+    // the input of its first; backward the other way round with their gradients.
+    const int first = (a.chunk * stages_ + stage_) * per_chunk_;
+    const int layer = a.forward == send ? first + per_chunk_ : first;
+    const int data = e_.buffer(a.forward ? activation(layer, a.micro_batch) : activation_grad(layer, a.micro_batch));
+    op o{.kind = kind, .stream = stream_of(kind, a.forward),
+         .key = {.type = type, .at = {.micro_batch = a.micro_batch, .chunk = a.chunk}}, .comm = comm,
+         .peer = peer, .bytes = bytes_};
+    (send ? o.reads : o.writes).push_back(data);
+    return o;
   }
   /// The first stream this class added is the batched one, or the forward send stream followed
   /// by the backward send, forward recv and backward recv streams.
@@ -216,7 +226,7 @@ class pp_stage {
   void cross(int from, int to) { e_.cross(from, to); }
 
   emitter& e_;
-  int compute_, stage_, stages_, chunks_;
+  int compute_, stage_, stages_, chunks_, per_chunk_;
   std::vector<int> ranks_;
   std::string suffix_;
   std::int64_t bytes_;

@@ -1,23 +1,20 @@
 #pragma once
 /// @file
-/// The composed step: the programs of every rank of a tp x pp x dp layout (expert parallelism
-/// inside the data-parallel dimension), with every enabled family in one program. The pipeline
-/// order (pipeline_parallel.hpp) decides which micro-batch and chunk runs when; each layer is
-/// tensor-parallel GEMM slots (tensor_parallel.hpp) or one op without TP; MoE layers dispatch and
-/// combine over the ep group (expert_parallel.hpp), with EP overlap pairing a forward with the
-/// next backward layer by layer; the data-parallel buckets (data_parallel.hpp) reduce gradients
-/// during the last micro-batch's backward and gather parameters ahead of the first forward.
+/// The composed step: the programs of every rank of a layout (layout.hpp) with every enabled
+/// family in one program. The pipeline order (pipeline_parallel.hpp) decides which micro-batch and
+/// chunk runs when; each layer's attention and dense MLP are GEMM slots (tensor_parallel.hpp), a
+/// MoE layer's MLP is routed experts (expert_parallel.hpp), with EP overlap pairing a forward with
+/// the next backward layer by layer; the data-parallel buckets (data_parallel.hpp, buckets.hpp)
+/// reduce gradients during the last micro-batch's backward and gather parameters ahead of the
+/// first forward. The first stage embeds the tokens; the last normalizes, projects to the
+/// vocabulary and takes the loss. Activation recompute adds the forward ops it repeats (keys with
+/// `recompute`) right before the backward that needs them.
 ///
-/// Ranks follow Megatron's order: tp fastest, then the data-parallel dimension, then pp. Experts
-/// tile the tp x dp ranks of a stage in the same order (expert_tensor_parallel_size 1; etp > 1
-/// with ep > 1 is refused): an ep group is `ep` consecutive ranks, the expert-data-parallel group
-/// the ranks at the same place in their ep groups. Every layer of a model with `experts` is a MoE
-/// layer; TP assumes sequence parallelism (TP-2). Context parallelism is not modelled.
-///
-/// `schedule<Cfg>` fixes at compile time which families a config type composes; the
-/// single-family steps below are the same generator with the other families left out, which is
-/// what the planner compares family by family.
+/// `step_schedule<Cfg>` fixes at compile time which families a config type composes and which
+/// op types its programs contain; the single-family steps below are the same generator with the
+/// other families left out, which is what the planner compares family by family.
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <stdexcept>
@@ -26,11 +23,13 @@
 #include <type_traits>
 #include <vector>
 
+#include <overlap/program/program.hpp>
+#include <overlap/schedule/buckets.hpp>
 #include <overlap/schedule/data_parallel.hpp>
 #include <overlap/schedule/emitter.hpp>
 #include <overlap/schedule/expert_parallel.hpp>
+#include <overlap/schedule/layout.hpp>
 #include <overlap/schedule/pipeline_parallel.hpp>
-#include <overlap/schedule/program.hpp>
 #include <overlap/schedule/tensor_parallel.hpp>
 #include <overlap/schedule/workload.hpp>
 #include <overlap/settings/resolved.hpp>
@@ -45,255 +44,387 @@ struct family_set {
 
 namespace detail {
 
-/// Tensor-parallel attention for the EP builder: the qkv, core and proj slots.
-class tp_attention {
- public:
-  tp_attention(tp_builder& b, const ub::resolved_config& slots) : b_(b), slots_(slots) {}
-  void forward(const std::string& at) { b_.attention_forward(slots_, at); }
-  void backward(const std::string& at) { b_.attention_backward(slots_, at); }
-  void wgrad(const std::string&) {}  // inside the TP backward
+inline int element_bytes(dtype d) { return d == dtype::fp32 ? 4 : 2; }
 
- private:
-  tp_builder& b_;
-  const ub::resolved_config& slots_;
+/// Which forwards the backward repeats (activation recompute, as the settings say).
+struct recompute_policy {
+  bool core_attention = false;  ///< selective: core attention
+  bool mlp = false;             ///< selective: the dense MLP
+  bool experts = false;         ///< selective: the routed experts ("moe")
+  int full_layers = 0;          ///< full: recompute_num_layers
+  bool uniform = true;          ///< full: groups of full_layers (uniform) or the first ones (block)
+
+  /// The chunk-local layers whose forward is repeated right before the backward of layer `j`
+  /// (in forward order), for a chunk of `per_chunk` layers.
+  std::vector<int> before_backward_of(int j, int per_chunk) const {
+    if (full_layers <= 0) return {};
+    if (!uniform) return j < full_layers ? std::vector<int>{j} : std::vector<int>{};
+    const int first = j / full_layers * full_layers, last = std::min(first + full_layers, per_chunk) - 1;
+    std::vector<int> group;
+    if (j == last)
+      for (int k = first; k <= last; ++k) group.push_back(k);
+    return group;
+  }
 };
 
-/// The layer bodies of one rank, whatever families are on.
-class layer_writer {
- public:
-  layer_writer(emitter& e, int compute, const workload& w, int tp, tp_builder* tp_b,
-               ep_builder* ep_b, const resolved_settings& r)
-      : e_(e), compute_(compute), w_(w), tp_(tp), tp_b_(tp_b), ep_b_(ep_b), r_(r),
-        whole_(e, compute, w, r.delay_wgrad_compute) {}
+/// Everything compose_step derives from the settings, the workload and the families, checked.
+struct step_shape {
+  layout ranks{1, 1, 1, 1, 1};
+  int chunks = 1, per_chunk = 1, micro_batches = 1;
+  bool moe = false, combined = false, dp = true;
+  moe_shape experts{};
+  recompute_policy recompute{};
+  int element_bytes = 2;
+  std::int64_t activation_bytes = 0;  ///< one micro-batch's layer boundary on one tp rank
+};
 
-  bool moe() const { return w_.experts > 0 && w_.top_k > 0; }
-
-  /// Forward of layer `l` for micro-batch `f` and/or backward of layer `bl` for micro-batch `b`
-  /// (-1: absent); both at once only for MoE layers with an ep group (combined 1F1B).
-  void run(int l, int f, int bl, int b) {
-    if (tp_b_) {
-      tp_attention attention(*tp_b_, r_.tp_comm_overlap_cfg);
-      run_with(attention, l, f, bl, b);
-    } else {
-      run_with(whole_, l, f, bl, b);
-    }
+inline step_shape shape_of(const settings& s, const resolved_settings& r, const workload& w, family_set on) {
+  std::string problems;
+  const auto need = [&](bool ok, const std::string& what) {
+    if (!ok) problems += (problems.empty() ? "" : "; ") + what;
+  };
+  step_shape k;
+  const int experts = s.num_moe_experts.value_or(0);
+  k.moe = experts > 0;
+  const int tp = on.tp ? s.tensor_model_parallel_size : 1;
+  const int pp = on.pp ? s.pipeline_model_parallel_size : 1;
+  const int ep = on.ep && k.moe ? s.expert_model_parallel_size : 1;
+  const int dp = on.dp ? s.data_parallel_size : 1;
+  k.chunks = pp > 1 ? s.virtual_pipeline_model_parallel_size.value_or(1) : 1;
+  // Ranks along the data-parallel dimension: the dp group, or as many as the ep group needs.
+  const int data = on.dp ? dp : (ep + tp - 1) / tp;
+  need(w.num_layers > 0 && w.micro_batches > 0 && w.seq_length > 0 && w.micro_batch_size > 0 &&
+           w.hidden_size > 0 && w.ffn_hidden_size > 0 && w.num_attention_heads > 0 && w.vocab_size > 0 &&
+           w.num_query_groups >= 0 && w.kv_channels >= 0,
+       "workload sizes must be positive (num_query_groups and kv_channels: 0 for the default)");
+  need(s.context_parallel_size == 1, "context parallelism (context_parallel_size " +
+                                         std::to_string(s.context_parallel_size) + ") is not modelled");
+  need(w.num_layers % (pp * k.chunks) == 0, "num_layers (" + std::to_string(w.num_layers) +
+                                                ") must be a multiple of pp x vpp (" + std::to_string(pp * k.chunks) + ")");
+  need(w.num_attention_heads % tp == 0 && w.query_groups() % tp == 0,
+       "num_attention_heads and num_query_groups must be multiples of tp (" + std::to_string(tp) + ")");
+  need(w.kv_channels > 0 || w.hidden_size % w.num_attention_heads == 0,
+       "hidden_size must be a multiple of num_attention_heads, or set kv_channels");
+  need(w.num_query_groups == 0 || w.num_attention_heads % w.num_query_groups == 0,
+       "num_attention_heads must be a multiple of num_query_groups");
+  need(w.ffn_hidden_size % tp == 0, "ffn_hidden_size must be a multiple of tp");
+  if (k.moe) {
+    need(w.moe_router_topk > 0 && w.moe_router_topk <= experts,
+         "moe_router_topk (" + std::to_string(w.moe_router_topk) + ") must be in 1..num_moe_experts (" +
+             std::to_string(experts) + ")");
+    need(w.moe_ffn_hidden_size > 0, "moe_ffn_hidden_size must be positive with num_moe_experts set");
+    need(experts % ep == 0, "num_moe_experts (" + std::to_string(experts) + ") must be a multiple of ep (" +
+                                std::to_string(ep) + ")");
+  } else {
+    need(w.moe_router_topk == 0 && w.moe_ffn_hidden_size == 0,
+         "moe_router_topk / moe_ffn_hidden_size are set but num_moe_experts is not: set num_moe_experts<N>");
   }
-  void start_pass() {
-    if (ep_b_) ep_b_->reset_chains();
+  need((tp * data) % ep == 0, "ep (" + std::to_string(ep) + ") must divide tp x dp (" + std::to_string(tp * data) + ")");
+  const int etp = on.tp ? s.expert_tensor_parallel_size.value_or(s.tensor_model_parallel_size) : 1;
+  need(ep == 1 || etp == 1, "expert tensor parallelism (etp " + std::to_string(etp) +
+                                ") is not modelled with ep > 1: set expert_tensor_parallel_size<1>");
+  // Recompute.
+  if (s.recompute_granularity == granularity::selective) {
+    const bool defaults = s.recompute_modules.empty();
+    k.recompute.core_attention = defaults || s.recompute_modules.contains(module::core_attn);
+    k.recompute.mlp = s.recompute_modules.contains(module::mlp);
+    k.recompute.experts = s.recompute_modules.contains(module::moe);
+    for (const module m : {module::moe_act, module::layernorm, module::mla_up_proj, module::shared_experts})
+      need(!s.recompute_modules.contains(m),
+           "recompute_modules: only core_attn, mlp and moe are modelled in the schedule (moe_act and layernorm "
+           "are fused into the GEMMs here, MLA and shared-expert recompute are not modelled)");
+  }
+  if (s.recompute_granularity == granularity::full) {
+    k.recompute.full_layers = s.recompute_num_layers.value_or(1);
+    k.recompute.uniform = s.recompute_method.value_or(recompute::uniform) == recompute::uniform;
+    need(k.recompute.full_layers > 0, "recompute_num_layers must be positive");
+  }
+  if (!problems.empty()) throw std::invalid_argument("compose_step: " + problems);
+  k.ranks = layout(tp, 1, data, pp, ep);
+  k.per_chunk = w.num_layers / (pp * k.chunks);
+  k.micro_batches = w.micro_batches;
+  k.combined = ep > 1 && r.overlap_moe_expert_parallel_comm;
+  k.dp = on.dp;
+  k.experts = {experts, s.moe_shared_expert_intermediate_size.value_or(0), r.delay_wgrad_compute,
+               k.recompute.experts};
+  k.element_bytes = element_bytes(s.precision);
+  k.activation_bytes = w.tokens() * w.hidden_size * k.element_bytes / tp;  // sequence parallel
+  return k;
+}
+
+/// The program of one rank.
+class rank_builder {
+ public:
+  rank_builder(const step_shape& k, const settings& s, const resolved_settings& r, const workload& w, int rank)
+      : k_(k), s_(s), r_(r), w_(w), at_(k.ranks.at(rank)), e_(p_) {
+    p_.rank = rank;
+  }
+
+  program build() && {
+    const layout& L = k_.ranks;
+    const int stage = at_.stage, pp = L.pp();
+    compute_ = e_.add_stream(stream_role::compute, 0);
+    tp_.emplace(e_, compute_, L.tensor_parallel(at_), at_.tp, w_, k_.element_bytes, r_.tp_comm_overlap_cfg,
+                selective_recompute{k_.recompute.core_attention, k_.recompute.mlp});
+    if (k_.moe) moe_.emplace(e_, compute_, L.expert_parallel(at_), w_, L.tp(), k_.element_bytes, k_.experts);
+    if (k_.dp) dp_.emplace(e_, compute_, dp_plan_of(), s_, r_, k_.micro_batches, k_.element_bytes);
+    std::optional<pp_stage> pipe;
+    const int extra = k_.combined ? 1 : 0;
+    if (pp > 1)
+      pipe.emplace(e_, compute_, stage, L.pipeline(at_), k_.chunks, k_.per_chunk, k_.micro_batches, extra,
+                   k_.activation_bytes, r_.overlap_p2p_comm);
+    const std::vector<pp_action> order = pipe ? pipe->order() : pipeline_order(0, 1, 1, k_.micro_batches, extra);
+    const int warmup = pipeline_warmup(stage, pp, k_.chunks, k_.micro_batches, extra);
+
+    if (dp_) dp_->prologue();
+    for (std::size_t i = 0; i < order.size(); ++i) {
+      const bool paired = k_.combined && steady_pair(i, warmup, order.size());
+      const pp_action* fwd = order[i].forward ? &order[i] : nullptr;
+      const pp_action* bwd = paired ? &order[i + 1] : order[i].forward ? nullptr : &order[i];
+      if (pipe) pipe->before(i);
+      if (pipe && paired) pipe->before(i + 1);
+      run(fwd, bwd);
+      if (pipe) pipe->after(i);
+      if (pipe && paired) pipe->after(i + 1);
+      if (paired) ++i;
+    }
+    if (moe_) moe_->finish();
+    if (pipe) pipe->finish();
+    if (dp_) dp_->epilogue();
+    return std::move(p_);
   }
 
  private:
-  template <class Attention>
-  void run_with(Attention& attention, int l, int f, int bl, int b) {
-    if (moe() && ep_b_) {
-      ep_b_->layer(attention, l, f, bl, b);
+  bool embeds(int chunk) const { return at_.stage == 0 && chunk == 0; }
+  bool heads(int chunk) const { return at_.stage + 1 == k_.ranks.pp() && chunk + 1 == k_.chunks; }
+  int global(int chunk, int j) const { return (chunk * k_.ranks.pp() + at_.stage) * k_.per_chunk + j; }
+  /// Chunk-local index of what computes with parameters: embedding, layers, output layer.
+  int holder(int chunk, int j) const { return (embeds(chunk) ? 1 : 0) + j; }
+  int head_holder(int chunk) const { return holder(chunk, k_.per_chunk); }
+  bool share_embedding() const { return w_.share_embeddings_and_output_weights; }
+  /// The parameters the output layer computes with: its own, or the shared embedding's.
+  op_type head_weights() const {
+    return share_embedding() && k_.ranks.pp() == 1 ? op_type::embedding_fprop : op_type::lm_head_fprop;
+  }
+
+  dp_plan dp_plan_of() const {
+    const layout& L = k_.ranks;
+    const int tp = L.tp(), ep = L.ep();
+    dp_plan plan{{}, L.data_parallel(at_), k_.moe && ep > 1 ? L.expert_data_parallel(at_) : group{}};
+    for (int c = 0; c < k_.chunks; ++c) {
+      auto& t = plan.chunks.emplace_back();
+      if (embeds(c)) t.push_back({op_type::embedding_fprop, 0, -1, w_.embedding_parameters() / tp});
+      for (int j = 0; j < k_.per_chunk; ++j) {
+        const int h = holder(c, j), l = global(c, j);
+        const auto add = [&](op_type of, std::int64_t n, bool expert = false) {
+          if (n > 0) t.push_back({of, h, l, n, expert});
+        };
+        add(op_type::layernorm_fprop, w_.norm_parameters());
+        add(op_type::qkv_fprop, w_.qkv_parameters() / tp);
+        add(op_type::proj_fprop, w_.proj_parameters() / tp);
+        add(op_type::layernorm_fprop, w_.norm_parameters());
+        if (k_.moe) {
+          add(op_type::router_fprop, w_.router_parameters(k_.experts.experts));
+          add(op_type::shared_experts_fprop, w_.expert_parameters(k_.experts.shared_ffn) / tp);
+          add(op_type::experts_fprop, moe_builder::expert_parameters(w_, k_.experts, ep, tp), ep > 1);
+        } else {
+          add(op_type::fc1_fprop, w_.fc1_parameters() / tp);
+          add(op_type::fc2_fprop, w_.fc2_parameters() / tp);
+        }
+      }
+      if (heads(c)) {
+        t.push_back({op_type::layernorm_fprop, head_holder(c), -1, w_.norm_parameters()});
+        if (head_weights() == op_type::lm_head_fprop)
+          t.push_back({op_type::lm_head_fprop, head_holder(c), -1, w_.embedding_parameters() / tp});
+      }
+    }
+    if (share_embedding() && L.pp() > 1 && (embeds(0) || heads(k_.chunks - 1))) {
+      plan.embedding = L.embedding(at_);
+      plan.embedding_parameters = w_.embedding_parameters() / tp;
+      plan.embedding_of = embeds(0) ? op_type::embedding_fprop : op_type::lm_head_fprop;
+    }
+    return plan;
+  }
+
+  /// One pipeline action (or a forward and backward pair): the forward of chunk `f->chunk` for
+  /// micro-batch `f->micro_batch` and/or the backward of `b`'s.
+  void run(const pp_action* f, const pp_action* b) {
+    if (moe_) moe_->reset_chains();
+    if (f && embeds(f->chunk)) embedding_forward(f->micro_batch);
+    if (b && heads(b->chunk)) head_backward(b->chunk, b->micro_batch);
+    for (int j = 0; j < k_.per_chunk; ++j) {
+      const int fj = j, bj = k_.per_chunk - 1 - j;
+      if (f && dp_) dp_->before_forward(f->chunk, holder(f->chunk, fj));
+      if (b) recompute_before(b->chunk, bj, b->micro_batch);
+      const int fl = f ? global(f->chunk, fj) : -1, bl = b ? global(b->chunk, bj) : -1;
+      if (moe_ && k_.combined) {
+        moe_->layer(*tp_, fl, f ? f->micro_batch : -1, bl, b ? b->micro_batch : -1);
+      } else {
+        if (f) forward(fl, f->micro_batch);
+        if (b) backward(bl, b->micro_batch);
+      }
+      if (b && dp_) dp_->after_backward(b->chunk, holder(b->chunk, bj), b->micro_batch);
+    }
+    if (moe_) moe_->flush();
+    if (f && heads(f->chunk)) head_forward(f->chunk, f->micro_batch);
+    if (b && embeds(b->chunk)) embedding_backward(b->micro_batch);
+  }
+
+  void forward(int l, int mb, bool recompute = false) {
+    if (moe_) {
+      moe_->layer(*tp_, l, mb, -1, -1, recompute);
       return;
     }
-    const std::string fat = "_l" + std::to_string(l) + "_mb" + std::to_string(f);
-    const std::string bat = "_l" + std::to_string(bl) + "_mb" + std::to_string(b);
-    const double experts = moe_expert_flops(w_, tp_);
-    if (f >= 0) {
-      if (moe()) {
-        attention.forward(fat);
-        e_.compute(compute_, "mlp_F" + fat, experts);
-      } else if (tp_b_) {
-        tp_b_->layer_forward(r_.tp_comm_overlap_cfg, fat);
-      } else {
-        e_.compute(compute_, "fwd" + fat, w_.layer_forward_flops());
-      }
+    const int attention = tp_->attention_forward(l, mb, e_.buffer(activation(l, mb)), recompute);
+    tp_->mlp_forward(l, mb, attention, e_.buffer(activation(l + 1, mb)), recompute);
+  }
+  void backward(int l, int mb) {
+    if (moe_) {
+      moe_->layer(*tp_, -1, -1, l, mb);
+      return;
     }
-    if (b >= 0) {
-      if (moe()) {
-        e_.compute(compute_, "mlp_B" + bat, 2 * experts);
-        attention.backward(bat);
-        attention.wgrad(bat);
-      } else if (tp_b_) {
-        tp_b_->layer_backward(r_.tp_comm_overlap_cfg, bat);
-      } else {
-        e_.compute(compute_, "bwd" + bat, 2 * w_.layer_forward_flops());
-      }
-    }
+    const int grad = tp_->mlp_backward(l, mb, e_.buffer(activation_grad(l + 1, mb)), tp_->attention_output(l, mb));
+    tp_->attention_backward(l, mb, grad, e_.buffer(activation(l, mb)), e_.buffer(activation_grad(l, mb)));
+  }
+  /// Full recompute: the forwards the backward of chunk-local layer `j` needs repeated.
+  void recompute_before(int chunk, int j, int mb) {
+    for (const int k : k_.recompute.before_backward_of(j, k_.per_chunk)) forward(global(chunk, k), mb, true);
+    if (moe_) moe_->flush();
   }
 
-  emitter& e_;
-  int compute_;
-  const workload& w_;
-  int tp_;
-  tp_builder* tp_b_;
-  ep_builder* ep_b_;
+  int params(op_type of) { return e_.buffer(parameters(of, -1)); }
+  int grads(op_type of) { return e_.buffer(gradients(of, -1)); }
+  double tokens() const { return static_cast<double>(w_.tokens()); }
+  /// Bytes of one micro-batch's hidden states on this rank (a sequence-parallel shard).
+  std::int64_t hidden_bytes() const { return k_.activation_bytes; }
+
+  void embedding_forward(int mb) {
+    if (dp_) dp_->before_forward(0, 0);
+    e_.compute(compute_, {.type = op_type::embedding_fprop, .at = {.micro_batch = mb}}, 0,
+               {params(op_type::embedding_fprop)}, {e_.buffer(activation(0, mb))}, 2 * hidden_bytes());
+  }
+  void embedding_backward(int mb) {
+    e_.compute(compute_, {.type = op_type::embedding_bprop, .at = {.micro_batch = mb}}, 0,
+               {e_.buffer(activation_grad(0, mb)), grads(op_type::embedding_fprop)},
+               {grads(op_type::embedding_fprop)}, 3 * hidden_bytes());
+    if (dp_) dp_->after_backward(0, 0, mb);
+  }
+  /// Final norm, output layer and loss of micro-batch `mb` (vocabulary-parallel over tp).
+  void head_forward(int chunk, int mb) {
+    if (dp_) dp_->before_forward(chunk, head_holder(chunk));
+    const int l = w_.num_layers;
+    const location at{.micro_batch = mb};
+    const int normed = e_.buffer({.kind = buffer_kind::workspace, .of = op_type::layernorm_fprop, .at = at});
+    e_.compute(compute_, {.type = op_type::layernorm_fprop, .at = at}, 0,
+               {e_.buffer(activation(l, mb)), params(op_type::layernorm_fprop)}, {normed}, 2 * hidden_bytes());
+    const double flops = w_.gemm_flops(w_.embedding_parameters()) / k_.ranks.tp();
+    e_.compute(compute_, {.type = op_type::lm_head_fprop, .at = at}, flops, {normed, params(head_weights())},
+               {e_.buffer({.kind = buffer_kind::loss, .at = at})});
+  }
+  void head_backward(int chunk, int mb) {
+    const int l = w_.num_layers;
+    const location at{.micro_batch = mb};
+    const double flops = 2 * w_.gemm_flops(w_.embedding_parameters()) / k_.ranks.tp();
+    const int normed_grad = e_.buffer({.kind = buffer_kind::workspace, .of = op_type::lm_head_bprop, .at = at});
+    e_.compute(compute_, {.type = op_type::lm_head_bprop, .at = at}, flops,
+               {e_.buffer({.kind = buffer_kind::loss, .at = at}),
+                e_.buffer({.kind = buffer_kind::workspace, .of = op_type::layernorm_fprop, .at = at}),
+                params(head_weights()), grads(head_weights())},
+               {normed_grad, grads(head_weights())});
+    e_.compute(compute_, {.type = op_type::layernorm_bprop, .at = at}, 0,
+               {normed_grad, e_.buffer(activation(l, mb)), grads(op_type::layernorm_fprop)},
+               {e_.buffer(activation_grad(l, mb)), grads(op_type::layernorm_fprop)}, 3 * hidden_bytes());
+    if (dp_) dp_->after_backward(chunk, head_holder(chunk), mb);
+  }
+
+  const step_shape& k_;
+  const settings& s_;
   const resolved_settings& r_;
-  whole_attention whole_;
+  const workload& w_;
+  place at_;
+  program p_;
+  emitter e_;
+  int compute_ = 0;
+  std::optional<tp_builder> tp_;
+  std::optional<moe_builder> moe_;
+  std::optional<dp_buckets> dp_;
 };
-
-/// Adds buffers to the first (reads) or last compute op issued since `from`.
-inline void attach(program& p, std::size_t from, bool first, const std::vector<int>& reads,
-                   const std::vector<int>& writes) {
-  for (std::size_t k = 0; k < p.ops.size() - from; ++k) {
-    op& o = p.ops[first ? from + k : p.ops.size() - 1 - k];
-    if (o.kind != op_kind::compute) continue;
-    o.reads.insert(o.reads.end(), reads.begin(), reads.end());
-    o.writes.insert(o.writes.end(), writes.begin(), writes.end());
-    return;
-  }
-}
-
-inline std::string index_name(const char* prefix, int value) {
-  return prefix + std::to_string(value);
-}
 
 }  // namespace detail
 
 /// The programs of every rank of the layout `s` gives (valid settings: see `validate`), with the
-/// families in `on`. Throws std::invalid_argument for sizes the schedule cannot split (layers
-/// not a multiple of pp x vpp, micro-batches not a multiple of pp with vpp, ep not dividing dp).
-inline std::vector<program> compose_step(const settings& s, const resolved_settings& r,
-                                         const workload& w, family_set on = {}) {
-  const bool moe = w.experts > 0 && w.top_k > 0;
-  const int tp = on.tp ? s.tensor_model_parallel_size : 1;
-  const int pp = on.pp ? s.pipeline_model_parallel_size : 1;
-  const int chunks = pp > 1 ? s.virtual_pipeline_model_parallel_size.value_or(1) : 1;
-  const int ep = on.ep && moe ? s.expert_model_parallel_size : 1;
-  const int dp = on.dp ? s.data_parallel_size : 1;
-  // Ranks along the data-parallel dimension: the dp group, or as many as the ep group needs.
-  const int data = on.dp ? dp : (ep + tp - 1) / tp;
-  if ((tp * data) % ep != 0)
-    throw std::invalid_argument("ep (" + std::to_string(ep) + ") must divide tp x dp (" +
-                                std::to_string(tp * data) + ")");
-  const int etp = on.tp ? s.expert_tensor_parallel_size.value_or(s.tensor_model_parallel_size) : 1;
-  if (ep > 1 && etp > 1)
-    throw std::invalid_argument("expert tensor parallelism (etp " + std::to_string(etp) +
-                                ") is not modelled with ep > 1: set expert_tensor_parallel_size<1>");
-  if (w.layers % (pp * chunks) != 0)
-    throw std::invalid_argument("layers (" + std::to_string(w.layers) +
-                                ") must be a multiple of pp x vpp (" + std::to_string(pp * chunks) + ")");
-  const bool combined = ep > 1 && r.overlap_moe_expert_parallel_comm;
-  const int per_chunk = w.layers / (pp * chunks);
-  const std::int64_t h = w.hidden;
-  // Expert parameters of a rank: E / ep experts, split over tp only without ep (etp = tp).
-  const std::int64_t experts_per_layer =
-      moe ? std::int64_t{w.experts} / ep * 3 * h * w.moe_ffn_hidden / (ep > 1 ? 1 : tp) : 0;
-  const std::int64_t dense_per_layer = (moe ? 4 * h * h : w.layer_parameters()) / tp;
-  const std::int64_t activation = w.tokens() * h * w.element_bytes() / tp;  // sequence parallel
-  const auto rank_of = [&](int t, int d, int stage) { return t + tp * (d + data * stage); };
-  // Experts tile the tp x dp ranks of a stage (etp 1): ep groups of consecutive ranks, and the
-  // expert-data-parallel group of the ranks at the same place in their ep group.
-  const auto expert_ranks = [&](int first, int stride, int count, int stage) {
-    std::vector<int> ranks;
-    for (int k = 0; k < count; ++k) ranks.push_back(rank_of((first + k * stride) % tp, (first + k * stride) / tp, stage));
-    return ranks;
-  };
-
+/// families in `on`. Throws std::invalid_argument naming every problem of the workload against
+/// the settings (sizes the schedule cannot split, MoE sizes without experts, what is not
+/// modelled).
+inline std::vector<program> compose_step(const settings& s, const resolved_settings& r, const workload& w,
+                                         family_set on = {}) {
+  const detail::step_shape k = detail::shape_of(s, r, w, on);
   std::vector<program> step;
-  for (int stage = 0; stage < pp; ++stage)
-    for (int d = 0; d < data; ++d)
-      for (int t = 0; t < tp; ++t) {
-        program p;
-        p.rank = rank_of(t, d, stage);
-        detail::emitter e(p);
-        const int compute = e.add_stream(stream_role::compute, 0);
-        const std::string at_stage = detail::index_name(".s", stage);
-
-        std::optional<detail::tp_builder> tp_b;
-        if (tp > 1) {
-          std::vector<int> ranks;
-          for (int k = 0; k < tp; ++k) ranks.push_back(rank_of(k, d, stage));
-          tp_b.emplace(e, compute, "tp" + at_stage + detail::index_name(".d", d), ranks, t, w);
-        }
-        std::vector<detail::dp_part> parts;
-        if (on.dp) {
-          detail::dp_part dense{"dp" + at_stage + detail::index_name(".t", t), {},
-                                dense_per_layer + (ep == 1 ? experts_per_layer : 0)};
-          for (int k = 0; k < dp; ++k) dense.ranks.push_back(rank_of(t, k, stage));
-          parts.push_back(std::move(dense));
-          if (ep > 1) {
-            const int x = t + tp * d;
-            parts.push_back({"edp" + at_stage + detail::index_name(".e", x % ep),
-                             expert_ranks(x % ep, ep, tp * data / ep, stage), experts_per_layer});
-          }
-        }
-        detail::dp_buckets dp_b(e, compute, std::move(parts), per_chunk * chunks, s, r, w);
-        std::optional<detail::ep_builder> ep_b;
-        if (ep > 1) {
-          const int x = t + tp * d;
-          ep_b.emplace(e, compute, "ep" + at_stage + detail::index_name(".g", x / ep),
-                       expert_ranks(x / ep * ep, 1, ep, stage), w, tp, r.delay_wgrad_compute);
-        }
-        std::optional<detail::pp_stage> pipe;
-        if (pp > 1) {
-          std::vector<int> ranks;
-          for (int k = 0; k < pp; ++k) ranks.push_back(rank_of(t, d, k));
-          pipe.emplace(e, compute, stage, ranks,
-                       detail::index_name(".t", t) + detail::index_name(".d", d), chunks,
-                       w.micro_batches, combined ? 1 : 0, activation, r.overlap_p2p_comm);
-        }
-        detail::layer_writer layers(e, compute, w, tp, tp_b ? &*tp_b : nullptr,
-                                    ep_b ? &*ep_b : nullptr, r);
-        const std::vector<pp_action> order =
-            pipe ? pipe->order() : pipeline_order(0, 1, 1, w.micro_batches, combined ? 1 : 0);
-        const int warmup = pipeline_warmup(stage, pp, chunks, w.micro_batches, combined ? 1 : 0);
-        // Layer j of action a: its global and its local (this stage's) index.
-        const auto global = [&](const pp_action& a, int j) {
-          return (a.chunk * pp + stage) * per_chunk + j;
-        };
-        const auto local = [&](const pp_action& a, int j) { return a.chunk * per_chunk + j; };
-
-        dp_b.prologue();
-        for (std::size_t i = 0; i < order.size(); ++i) {
-          const pp_action& a = order[i];
-          const bool paired = combined && steady_pair(i, warmup, order.size());
-          const pp_action* fwd = a.forward ? &a : nullptr;
-          const pp_action* bwd = paired ? &order[i + 1] : a.forward ? nullptr : &a;
-          if (pipe) pipe->before(i);
-          if (pipe && paired) pipe->before(i + 1);
-          layers.start_pass();
-          for (int j = 0; j < per_chunk; ++j) {
-            const std::size_t from = p.ops.size();
-            const int fl = fwd ? local(*fwd, j) : -1, bl = bwd ? local(*bwd, per_chunk - 1 - j) : -1;
-            if (fwd) dp_b.before_forward(fl);
-            layers.run(fwd ? global(*fwd, j) : -1, fwd ? fwd->micro_batch : -1,
-                       bwd ? global(*bwd, per_chunk - 1 - j) : -1, bwd ? bwd->micro_batch : -1);
-            if (fwd) detail::attach(p, from, true, dp_b.params(fl), {});
-            if (bwd) {
-              std::vector<int> reads = dp_b.params(bl);
-              for (const int g : dp_b.grads(bl)) reads.push_back(g);
-              detail::attach(p, from, false, reads, dp_b.grads(bl));
-              dp_b.after_backward(bl, bwd->micro_batch);
-            }
-          }
-          if (pipe) pipe->after(i);
-          if (pipe && paired) pipe->after(i + 1);
-          if (paired) ++i;
-        }
-        if (ep_b) ep_b->finish();
-        if (pipe) pipe->finish();
-        if (on.dp) {
-          dp_b.set_replicated_parameters((dense_per_layer + experts_per_layer) * per_chunk * chunks);
-          dp_b.epilogue();
-        }
-        step.push_back(std::move(p));
-      }
+  step.reserve(static_cast<std::size_t>(k.ranks.world()));
+  for (int rank = 0; rank < k.ranks.world(); ++rank) step.push_back(detail::rank_builder(k, s, r, w, rank).build());
   return step;
 }
 
 /// One step of the TP family alone: a tp group.
-inline std::vector<program> tensor_parallel_step(const settings& s, const resolved_settings& r,
-                                                 const workload& w) {
+inline std::vector<program> tensor_parallel_step(const settings& s, const resolved_settings& r, const workload& w) {
   return compose_step(s, r, w, {.tp = true, .dp = false, .pp = false, .ep = false});
 }
 /// One step of the DP family alone: a data-parallel group and its optimizer.
-inline std::vector<program> data_parallel_step(const settings& s, const resolved_settings& r,
-                                               const workload& w) {
+inline std::vector<program> data_parallel_step(const settings& s, const resolved_settings& r, const workload& w) {
   return compose_step(s, r, w, {.tp = false, .dp = true, .pp = false, .ep = false});
 }
 /// One step of the PP family alone: a pipeline.
-inline std::vector<program> pipeline_parallel_step(const settings& s, const resolved_settings& r,
-                                                   const workload& w) {
+inline std::vector<program> pipeline_parallel_step(const settings& s, const resolved_settings& r, const workload& w) {
   return compose_step(s, r, w, {.tp = false, .dp = false, .pp = true, .ep = false});
 }
 /// One step of the EP family alone: an ep group of MoE layers.
-inline std::vector<program> expert_parallel_step(const settings& s, const resolved_settings& r,
-                                                 const workload& w) {
+inline std::vector<program> expert_parallel_step(const settings& s, const resolved_settings& r, const workload& w) {
   return compose_step(s, r, w, {.tp = false, .dp = false, .pp = false, .ep = true});
+}
+
+/// The op types the programs of a configuration can contain (whatever the workload, except that
+/// MoE types need experts in the settings).
+constexpr op_type_set used_op_types(const settings& s, const resolved_settings& r) {
+  op_type_set t;
+  for (const op_type c : {op_type::embedding_fprop, op_type::embedding_bprop, op_type::layernorm_fprop,
+                          op_type::layernorm_bprop, op_type::qkv_fprop, op_type::qkv_dgrad, op_type::qkv_wgrad,
+                          op_type::attn_core_fprop, op_type::attn_core_bprop, op_type::proj_fprop,
+                          op_type::proj_dgrad, op_type::proj_wgrad, op_type::lm_head_fprop, op_type::lm_head_bprop,
+                          op_type::optimizer_step, op_type::event_record, op_type::event_wait})
+    t.add(c);
+  const bool moe = s.num_moe_experts.value_or(0) > 0;
+  if (!moe)
+    for (const op_type c : {op_type::fc1_fprop, op_type::fc1_dgrad, op_type::fc1_wgrad, op_type::fc2_fprop,
+                            op_type::fc2_dgrad, op_type::fc2_wgrad})
+      t.add(c);
+  if (moe) {
+    for (const op_type c : {op_type::router_fprop, op_type::router_bprop, op_type::permute_fprop,
+                            op_type::permute_bprop, op_type::unpermute_fprop, op_type::unpermute_bprop,
+                            op_type::experts_fprop, op_type::experts_dgrad, op_type::experts_wgrad})
+      t.add(c);
+    if (s.moe_shared_expert_intermediate_size.value_or(0) > 0)
+      for (const op_type c : {op_type::shared_experts_fprop, op_type::shared_experts_dgrad, op_type::shared_experts_wgrad})
+        t.add(c);
+    if (s.expert_model_parallel_size > 1)
+      for (const op_type c : {op_type::ep_dispatch, op_type::ep_combine, op_type::ep_dispatch_bprop, op_type::ep_combine_bprop})
+        t.add(c);
+  }
+  if (s.tensor_model_parallel_size > 1) {
+    t.add(op_type::tp_all_gather).add(op_type::tp_reduce_scatter);
+    const auto& c = r.tp_comm_overlap_cfg;
+    for (const ub::slot* slot : {&c.qkv_dgrad, &c.qkv_wgrad, &c.fc1_dgrad, &c.fc1_wgrad, &c.qkv_fprop, &c.proj_dgrad,
+                                 &c.fc1_fprop, &c.fc2_dgrad, &c.proj_fprop, &c.fc2_fprop})
+      if (slot->method == ub::method::ring_exchange) t.add(op_type::tp_ring_send).add(op_type::tp_ring_recv).add(op_type::tp_ring_reduce);
+  }
+  if (s.data_parallel_size > 1 || (moe && s.expert_model_parallel_size > 1)) {
+    t.add(op_type::dp_grad_reduce);
+    if (s.distributed_optimizer) t.add(op_type::dp_param_gather);
+  }
+  if (s.pipeline_model_parallel_size > 1) {
+    t.add(op_type::pp_send_forward).add(op_type::pp_recv_forward).add(op_type::pp_send_backward).add(op_type::pp_recv_backward);
+    t.add(op_type::embedding_grad_all_reduce);
+  }
+  return t;
 }
 
 /// A family's part of a config type's schedule, and whether its overlap is on.
@@ -304,8 +435,8 @@ struct component {
 };
 
 /// The schedule of config type `Cfg` (`Cfg::schedule`): `components` is a std::tuple with one
-/// `component` per family the layout enables (tp, dp, pp, ep with sizes > 1; ep only where the
-/// workload has experts at run time), fixed at compile time.
+/// `component` per family the layout enables (tp, dp, pp, ep with sizes > 1), fixed at compile
+/// time; `op_types` the op types its programs can contain (what a trainer must bind).
 template <class Cfg>
 struct step_schedule {
  private:
@@ -320,6 +451,8 @@ struct step_schedule {
       part<(s.data_parallel_size > 1), family::dp, r.overlap_grad_reduce || r.overlap_param_gather>{},
       part<(s.pipeline_model_parallel_size > 1), family::pp, r.overlap_p2p_comm>{},
       part<(s.expert_model_parallel_size > 1), family::ep, r.overlap_moe_expert_parallel_comm>{}));
+
+  static constexpr op_type_set op_types = used_op_types(s, r);
 
   /// The programs of every rank for one step of `w`.
   static std::vector<program> generate(const workload& w) { return compose_step(s, r, w); }

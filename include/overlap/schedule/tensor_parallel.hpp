@@ -1,8 +1,8 @@
 #pragma once
 /// @file
-/// The TP family's builder: the GEMM slots of a transformer layer on one rank of a
-/// tensor-parallel group with sequence parallelism. Each slot uses the method `cfg::resolved`
-/// gives it:
+/// The TP family's builder: the GEMMs of a transformer layer's attention and MLP on one rank of a
+/// tensor-parallel group with sequence parallelism (tp 1: the same GEMMs with no communication).
+/// Each GEMM slot uses the method `cfg::resolved` gives it:
 /// - ring_exchange on an all-gather slot: the GEMM runs chunk by chunk, the local chunk first,
 ///   while the next chunk arrives from the previous rank (one send/recv group per ring step); on a
 ///   reduce-scatter slot: each partial chunk goes to its owner as soon as it is computed, and the
@@ -12,173 +12,275 @@
 /// - bulk (dgrad/wgrad slots): the collective runs on the tp stream next to the GEMM that does
 ///   not need it;
 /// - none (TP overlap off): all-gather, GEMM and reduce-scatter in sequence on the compute stream.
-/// The composed step (step.hpp) places these layers in the pipeline and data-parallel schedule.
+/// Every op declares its buffers: the layer's input and output activations (and gradients), the
+/// layer's parameters and gradients, and its intermediates (gathered inputs, ring chunks, partial
+/// outputs), so the verifier checks the data flow of every slot.
 
 #include <cstdint>
-#include <string>
 #include <vector>
 
+#include <overlap/program/program.hpp>
 #include <overlap/schedule/emitter.hpp>
-#include <overlap/schedule/program.hpp>
 #include <overlap/schedule/workload.hpp>
 #include <overlap/settings/ub.hpp>
 
-namespace overlap::schedule {
+namespace overlap::schedule::detail {
 
-namespace detail {
+/// What selective activation recompute repeats before a layer's backward.
+struct selective_recompute {
+  bool core_attention = false, mlp = false;
+};
 
-/// Writes one tp rank's GEMM slots into a program: adds a tp stream and a ring stream next to
-/// `compute`, and uses communicator `comm_name` (members `ranks`, this rank at `tp_rank`).
 class tp_builder {
  public:
-  tp_builder(emitter& e, int compute_stream, const std::string& comm_name,
-             const std::vector<int>& ranks, int tp_rank, const workload& w)
-      : e_(e), tp_(static_cast<int>(ranks.size())), tp_rank_(tp_rank), w_(w),
-        compute(compute_stream), comm(e.add_stream(stream_role::tp_comm, -1)),
-        ring(e.add_stream(stream_role::tp_comm, -1)), comm_index_(e.comm(comm_name, ranks)) {}
+  /// `tp_group` holds this rank at `tp_rank` (one rank: no communication, no extra streams).
+  tp_builder(emitter& e, int compute_stream, const group& tp_group, int tp_rank, const workload& w,
+             int element_bytes, const ub::resolved_config& slots, selective_recompute recompute = {})
+      : e_(e), tp_(static_cast<int>(tp_group.ranks.size())), tp_rank_(tp_rank), w_(w), slots_(slots),
+        element_bytes_(element_bytes), selective_(recompute), compute_(compute_stream),
+        comm_stream_(tp_ > 1 ? e.add_stream(stream_role::tp_comm, -1) : compute_stream),
+        ring_(tp_ > 1 ? e.add_stream(stream_role::tp_comm, -1) : compute_stream),
+        comm_(tp_ > 1 ? e.comm(tp_group.name, tp_group.ranks) : -1) {}
 
-  /// All-gather the sequence-parallel input, then a GEMM of `flops` (this rank's share).
-  void all_gather_gemm(const ub::slot& slot, const std::string& name, double flops) {
-    if (slot.method != ub::method::ring_exchange) {
-      const bool side = slot.method != ub::method::none;
-      if (side) cross(compute, comm);
-      collective_on(side ? comm : compute, collective::all_gather, name + "_ag", gathered_bytes(),
-                    side ? slot.num_sm : -1);
-      if (side) cross(comm, compute);
-      gemm(name, flops);
-      return;
+  int size() const { return tp_; }
+  /// The buffer `attention_forward` returns: the attention's output, the MLP's input.
+  int attention_output(int l, int mb) { return scattered_output(op_type::proj_fprop, {.layer = l, .micro_batch = mb}); }
+
+  /// Attention forward of layer `l` for micro-batch `mb` from `in`; returns the output buffer.
+  int attention_forward(int l, int mb, int in, bool recompute = false) {
+    recompute_ = recompute;
+    const location at{.layer = l, .micro_batch = mb};
+    const int qkv = all_gather_gemm(op_type::qkv_fprop, slots_.qkv_fprop, at, in, gemm(w_.qkv_parameters()));
+    const int core = ws(op_type::attn_core_fprop, at);
+    compute(op_type::attn_core_fprop, at, w_.attention_core_flops() / tp_, {qkv}, {core});
+    return gemm_reduce_scatter(op_type::proj_fprop, slots_.proj_fprop, at, core, gemm(w_.proj_parameters()));
+  }
+  /// The dense MLP forward of layer `l`: fc1 from `in`, fc2 into `out`.
+  void mlp_forward(int l, int mb, int in, int out, bool recompute = false) {
+    recompute_ = recompute;
+    const location at{.layer = l, .micro_batch = mb};
+    const int fc1 = all_gather_gemm(op_type::fc1_fprop, slots_.fc1_fprop, at, in, gemm(w_.fc1_parameters()));
+    gemm_reduce_scatter(op_type::fc2_fprop, slots_.fc2_fprop, at, fc1, gemm(w_.fc2_parameters()), out);
+  }
+  /// The dense MLP backward of layer `l`: from the gradient `grad` of its output, with `saved`
+  /// its input; returns the gradient of that input.
+  int mlp_backward(int l, int mb, int grad, int saved) {
+    const location at{.layer = l, .micro_batch = mb};
+    recompute_ = true;
+    if (selective_.mlp) all_gather_gemm(op_type::fc1_fprop, slots_.fc1_fprop, at, saved, gemm(w_.fc1_parameters()));
+    recompute_ = false;
+    const double fc2 = gemm(w_.fc2_parameters()), fc1 = gemm(w_.fc1_parameters());
+    const int gathered = gathered_input(op_type::fc2_dgrad, at, grad);
+    const int fc2_dgrad = all_gather_gemm(op_type::fc2_dgrad, slots_.fc2_dgrad, at, grad, fc2, gathered);
+    weight_gradient(op_type::fc2_wgrad, at, {gathered, ws(op_type::fc1_fprop, at)}, fc2, -1);
+    return column_backward(op_type::fc1_wgrad, op_type::fc1_dgrad, slots_.fc1_wgrad, slots_.fc1_dgrad, at,
+                           fc2_dgrad, saved, fc1, false, -1);
+  }
+  /// The attention backward of layer `l` from `grad`, with `saved` the layer input, into `out`
+  /// (the input's gradient). `defer_wgrad` holds the weight gradients back for `attention_wgrad`.
+  void attention_backward(int l, int mb, int grad, int saved, int out, bool defer_wgrad = false) {
+    const location at{.layer = l, .micro_batch = mb};
+    recompute_ = true;
+    if (selective_.core_attention)
+      compute(op_type::attn_core_fprop, at, w_.attention_core_flops() / tp_, {ws(op_type::qkv_fprop, at)},
+              {ws(op_type::attn_core_fprop, at)});
+    recompute_ = false;
+    const double proj = gemm(w_.proj_parameters());
+    const int gathered = gathered_input(op_type::proj_dgrad, at, grad);
+    const int proj_dgrad = all_gather_gemm(op_type::proj_dgrad, slots_.proj_dgrad, at, grad, proj, gathered);
+    weight_gradient(op_type::proj_wgrad, at, {gathered, ws(op_type::attn_core_fprop, at)}, proj, -1, defer_wgrad);
+    const int core = ws(op_type::attn_core_bprop, at);
+    compute(op_type::attn_core_bprop, at, 2 * w_.attention_core_flops() / tp_,
+            {proj_dgrad, ws(op_type::qkv_fprop, at)}, {core});
+    column_backward(op_type::qkv_wgrad, op_type::qkv_dgrad, slots_.qkv_wgrad, slots_.qkv_dgrad, at, core,
+                    saved, gemm(w_.qkv_parameters()), defer_wgrad, out);
+  }
+  /// The weight gradients `attention_backward` held back (delay_wgrad_compute).
+  void attention_wgrad() {
+    for (const deferred& d : deferred_) {
+      if (d.event >= 0) e_.wait(compute_, d.event);
+      weight_gradient(d.type, d.at, d.reads, d.flops, -1);
     }
-    // Step i launches the GEMM on the chunk at hand (the local one first), then passes that
-    // chunk on and receives the next one while the GEMM runs.
-    for (int i = 0; i < tp_; ++i) {
-      gemm(name + "_chunk" + std::to_string(i), flops / tp_);
-      if (i + 1 == tp_) break;
-      exchange(name + "_ring" + std::to_string(i), 1, 1);
-      wait(compute, record(ring));
-    }
+    deferred_.clear();
   }
 
-  /// A GEMM of `flops`, then its output reduce-scattered back to sequence-parallel form.
-  void gemm_reduce_scatter(const ub::slot& slot, const std::string& name, double flops) {
+ private:
+  struct deferred {
+    op_type type;
+    location at;
+    std::vector<int> reads;
+    double flops;
+    int event;
+  };
+
+  double gemm(std::int64_t parameters) const { return w_.gemm_flops(parameters) / tp_; }
+  int ws(op_type of, location at) { return e_.buffer({.kind = buffer_kind::workspace, .of = of, .at = at}); }
+  int params(int l) { return e_.buffer(parameters(op_type::none, l)); }
+  int grads(int l) { return e_.buffer(gradients(op_type::none, l)); }
+  op_key key(op_type type, location at, op_type slot = op_type::none) const {
+    return {.type = type, .slot = slot, .at = at, .recompute = recompute_};
+  }
+  void compute(op_type type, location at, double flops, std::vector<int> reads, std::vector<int> writes) {
+    e_.compute(compute_, key(type, at), flops, std::move(reads), std::move(writes));
+  }
+  /// A GEMM of layer `at.layer`'s weights: reads them too.
+  void gemm_op(op_type type, location at, double flops, std::vector<int> reads, int out) {
+    reads.push_back(params(at.layer));
+    compute(type, at, flops, std::move(reads), {out});
+  }
+  void weight_gradient(op_type type, location at, std::vector<int> reads, double flops, int event,
+                       bool defer = false) {
+    if (defer) {
+      deferred_.push_back({type, at, std::move(reads), flops, event});
+      return;
+    }
+    reads.push_back(grads(at.layer));
+    compute(type, at, flops, std::move(reads), {grads(at.layer)});
+  }
+  /// The activations of the whole sequence: what an all-gather produces.
+  std::int64_t gathered_bytes() const { return w_.tokens() * w_.hidden_size * element_bytes_; }
+  /// The buffer a slot's all-gather writes (or its input with tp 1).
+  int gathered_input(op_type slot, location at, int in) {
+    return tp_ > 1 ? e_.buffer({.kind = buffer_kind::gathered, .of = slot, .at = at}) : in;
+  }
+  int scattered_output(op_type slot, location at) {
+    return e_.buffer({.kind = buffer_kind::scattered, .of = slot, .at = at});
+  }
+  void collective(int stream, collective c, op_type slot, location at, std::int64_t bytes, int in, int out,
+                  int sms = -1) {
+    const op_type type = c == collective::all_gather ? op_type::tp_all_gather : op_type::tp_reduce_scatter;
+    e_.collective(stream, key(type, at, slot), c, comm_, bytes, {in}, {out}, sms);
+  }
+
+  /// All-gather `in`, then the GEMM `type` on the whole sequence; returns its output. `gathered`
+  /// is where the all-gather writes (-1: the slot's own workspace).
+  int all_gather_gemm(op_type type, const ub::slot& slot, location at, int in, double flops, int gathered = -1) {
+    const int out = ws(type, at);
+    if (tp_ == 1) {
+      gemm_op(type, at, flops, {in}, out);
+      return out;
+    }
+    if (gathered < 0) gathered = gathered_input(type, at, in);
+    if (slot.method != ub::method::ring_exchange) {
+      const bool side = slot.method != ub::method::none;
+      const int stream = side ? comm_stream_ : compute_;
+      e_.cross(compute_, stream);
+      collective(stream, collective::all_gather, type, at, gathered_bytes(), in, gathered, side ? slot.num_sm : -1);
+      e_.cross(stream, compute_);
+      gemm_op(type, at, flops, {gathered}, out);
+      return out;
+    }
+    // Step i multiplies the chunk at hand (the local one first) while passing it on and receiving
+    // the next, which also lands in the gathered tensor (what TE's userbuffer holds for a later
+    // weight gradient). The ring stream starts after `in` is written: it sends `in` first.
+    e_.cross(compute_, ring_);
+    int chunk = in;
+    for (int i = 0; i < tp_; ++i) {
+      location step = at;
+      step.split = i;
+      gemm_op(type, step, flops / tp_, {chunk}, out);
+      if (i + 1 == tp_) break;
+      const int next = e_.buffer({.kind = buffer_kind::ring_chunk, .of = type, .at = step});
+      exchange(type, step, 1, 1, chunk, {next, gathered});
+      e_.cross(ring_, compute_);
+      chunk = next;
+    }
+    return out;
+  }
+
+  /// The GEMM `type` on `in`, then its output reduce-scattered back to sequence-parallel form
+  /// into `out` (-1: the slot's own workspace); returns `out`.
+  int gemm_reduce_scatter(op_type type, const ub::slot& slot, location at, int in, double flops, int out = -1) {
+    if (out < 0) out = scattered_output(type, at);
+    if (tp_ == 1) {
+      gemm_op(type, at, flops, {in}, out);
+      return out;
+    }
+    const auto partial = [&](int i) {
+      location step = at;
+      step.split = i;
+      return std::make_pair(step, ws(type, step));
+    };
     if (slot.method == ub::method::ring_exchange) {
       // Chunk i is computed for rank (r + i + 1) and sent to it; the last one is this rank's own.
+      std::vector<int> received;
       for (int i = 0; i < tp_; ++i) {
-        gemm(name + "_chunk" + std::to_string(i), flops / tp_);
-        if (i + 1 == tp_) break;
-        cross(compute, ring);
-        exchange(name + "_ring" + std::to_string(i), i + 1, i + 1);
+        const auto [step, part] = partial(i);
+        gemm_op(type, step, flops / tp_, {in}, part);
+        if (i + 1 == tp_) {
+          received.push_back(part);
+          break;
+        }
+        e_.cross(compute_, ring_);
+        received.push_back(e_.buffer({.kind = buffer_kind::ring_chunk, .of = type, .at = step}));
+        exchange(type, step, i + 1, i + 1, part, {received.back()});
       }
-      cross(ring, compute);
-      push({.kind = op_kind::compute, .stream = compute, .name = name + "_sum",
-            .memory_bytes = gathered_bytes()});
-      return;
+      e_.cross(ring_, compute_);
+      e_.compute(compute_, key(op_type::tp_ring_reduce, at, type), 0, std::move(received), {out},
+                 (tp_ + 1) * gathered_bytes() / tp_);
+      return out;
     }
     if (slot.method == ub::method::pipeline) {
       for (int i = 0; i < slot.num_splits; ++i) {
-        gemm(name + "_chunk" + std::to_string(i), flops / slot.num_splits);
-        cross(compute, comm);
+        const auto [step, part] = partial(i);
+        gemm_op(type, step, flops / slot.num_splits, {in}, part);
+        e_.cross(compute_, comm_stream_);
         // The last split has no GEMM left to hide under: TE gives it UB_MAX_SM (32) SMs.
-        collective_on(comm, collective::reduce_scatter, name + "_rs" + std::to_string(i),
-                      gathered_bytes() / slot.num_splits,
-                      i + 1 == slot.num_splits ? last_split_sms : slot.num_sm);
+        collective(comm_stream_, collective::reduce_scatter, type, step, gathered_bytes() / slot.num_splits, part,
+                   out, i + 1 == slot.num_splits ? last_split_sms : slot.num_sm);
       }
-      cross(comm, compute);
-      return;
+      e_.cross(comm_stream_, compute_);
+      return out;
     }
-    gemm(name, flops);
-    collective_on(compute, collective::reduce_scatter, name + "_rs", gathered_bytes());
+    const int part = ws(type, at);
+    gemm_op(type, at, flops, {in}, part);
+    collective(compute_, collective::reduce_scatter, type, at, gathered_bytes(), part, out);
+    return out;
   }
 
-  /// The backward of a column-parallel GEMM: the wgrad slot all-gathers the saved input under the
-  /// dgrad GEMM, the dgrad slot reduce-scatters the dgrad output under the wgrad GEMM (bulk). A
-  /// dgrad slot that is not bulk (TE-2: its wgrad slot is empty, no weight gradient) is a
-  /// reduce-scatter slot of its own. With TP overlap off everything runs in sequence.
-  void column_backward(const ub::slot& wgrad_slot, const ub::slot& dgrad_slot,
-                       const std::string& name, double flops) {
-    if (dgrad_slot.method == ub::method::none) {
-      collective_on(compute, collective::all_gather, name + "_input_ag", gathered_bytes());
-      gemm(name + "_dgrad", flops);
-      collective_on(compute, collective::reduce_scatter, name + "_dgrad_rs", gathered_bytes());
-      gemm(name + "_wgrad", flops);
-      return;
+  /// The backward of a column-parallel GEMM (qkv, fc1) from `grad`, the gradient of its output,
+  /// with `saved` its input: the wgrad slot all-gathers the saved input under the dgrad GEMM, the
+  /// dgrad slot reduce-scatters the dgrad output under the wgrad GEMM (bulk). A dgrad slot that is
+  /// not bulk is a reduce-scatter slot of its own, and the input is gathered on the compute
+  /// stream for the weight gradient. Returns the gradient of the input (written to `out`, or to
+  /// the slot's own buffer when -1).
+  int column_backward(op_type wgrad, op_type dgrad, const ub::slot& wgrad_slot, const ub::slot& dgrad_slot,
+                      location at, int grad, int saved, double flops, bool defer, int out) {
+    const int input = gathered_input(wgrad, at, saved);
+    const bool bulk = tp_ > 1 && dgrad_slot.method == ub::method::bulk && wgrad_slot.method != ub::method::none;
+    if (!bulk) {
+      out = gemm_reduce_scatter(dgrad, dgrad_slot, at, grad, flops, out);
+      if (tp_ > 1) collective(compute_, collective::all_gather, wgrad, at, gathered_bytes(), saved, input);
+      weight_gradient(wgrad, at, {input, grad}, flops, -1, defer);
+      return out;
     }
-    if (dgrad_slot.method != ub::method::bulk || wgrad_slot.method == ub::method::none) {
-      gemm_reduce_scatter(dgrad_slot, name + "_dgrad", flops);
-      return;
+    if (out < 0) out = scattered_output(dgrad, at);
+    const int dgrad_out = ws(dgrad, at);
+    e_.cross(compute_, comm_stream_);
+    collective(comm_stream_, collective::all_gather, wgrad, at, gathered_bytes(), saved, input, wgrad_slot.num_sm);
+    const int gathered = e_.record(comm_stream_);
+    gemm_op(dgrad, at, flops, {grad}, dgrad_out);
+    e_.cross(compute_, comm_stream_);
+    collective(comm_stream_, collective::reduce_scatter, dgrad, at, gathered_bytes(), dgrad_out, out, dgrad_slot.num_sm);
+    if (defer) {
+      weight_gradient(wgrad, at, {input, grad}, flops, gathered, true);
+    } else {
+      e_.wait(compute_, gathered);
+      weight_gradient(wgrad, at, {input, grad}, flops, -1);
     }
-    cross(compute, comm);
-    collective_on(comm, collective::all_gather, name + "_input_ag", gathered_bytes(), wgrad_slot.num_sm);
-    const int gathered = record(comm);
-    gemm(name + "_dgrad", flops);
-    cross(compute, comm);
-    collective_on(comm, collective::reduce_scatter, name + "_dgrad_rs", gathered_bytes(),
-                  dgrad_slot.num_sm);
-    wait(compute, gathered);
-    gemm(name + "_wgrad", flops);
-    cross(comm, compute);
+    e_.cross(comm_stream_, compute_);
+    return out;
   }
 
-  void gemm(std::string name, double flops) {
-    push({.kind = op_kind::compute, .stream = compute, .name = std::move(name), .flops = flops});
-  }
-
-  /// The forward of one dense layer (`at` names it): attention, then the SwiGLU MLP.
-  void layer_forward(const ub::resolved_config& slots, const std::string& at) {
-    attention_forward(slots, at);
-    all_gather_gemm(slots.fc1_fprop, "fc1_fprop" + at, fc1());
-    gemm_reduce_scatter(slots.fc2_fprop, "fc2_fprop" + at, fc2());
-  }
-  void attention_forward(const ub::resolved_config& slots, const std::string& at) {
-    all_gather_gemm(slots.qkv_fprop, "qkv_fprop" + at, qkv());
-    gemm("attn_core" + at, core());
-    gemm_reduce_scatter(slots.proj_fprop, "proj_fprop" + at, proj());
-  }
-  /// The backward of one dense layer: the MLP, then attention.
-  void layer_backward(const ub::resolved_config& slots, const std::string& at) {
-    all_gather_gemm(slots.fc2_dgrad, "fc2_dgrad" + at, fc2());
-    gemm("fc2_wgrad" + at, fc2());
-    column_backward(slots.fc1_wgrad, slots.fc1_dgrad, "fc1" + at, fc1());
-    attention_backward(slots, at);
-  }
-  void attention_backward(const ub::resolved_config& slots, const std::string& at) {
-    all_gather_gemm(slots.proj_dgrad, "proj_dgrad" + at, proj());
-    gemm("proj_wgrad" + at, proj());
-    gemm("attn_core_bwd" + at, 2 * core());
-    column_backward(slots.qkv_wgrad, slots.qkv_dgrad, "qkv" + at, qkv());
-  }
-
-  // This rank's share of each GEMM's forward flops (SwiGLU: fc1 is h x 2 ffn).
-  double qkv() const { return 2 * tokens() * h() * 3 * h() / tp_; }
-  double proj() const { return 2 * tokens() * h() * h() / tp_; }
-  double fc1() const { return 2 * tokens() * h() * 2 * w_.ffn_hidden / tp_; }
-  double fc2() const { return 2 * tokens() * w_.ffn_hidden * h() / tp_; }
-  double core() const { return 2 * tokens() * w_.seq_length * h() / tp_; }
-
- private:
-  double tokens() const { return static_cast<double>(w_.tokens()); }
-  double h() const { return w_.hidden; }
-
-  /// The activations of the whole sequence: what an all-gather produces.
-  std::int64_t gathered_bytes() const { return w_.tokens() * w_.hidden * w_.element_bytes(); }
-
-  void push(op o) { e_.push(std::move(o)); }
-  int record(int stream) { return e_.record(stream); }
-  void wait(int stream, int event) { e_.wait(stream, event); }
-  void cross(int from, int to) { e_.cross(from, to); }
-  /// `sms`: the slot's num_sm for userbuffer kernels, -1 for a plain NCCL collective.
-  void collective_on(int stream, collective c, std::string name, std::int64_t bytes, int sms = -1) {
-    push({.kind = op_kind::collective, .stream = stream, .name = std::move(name), .coll = c,
-          .comm = comm_index_, .seq = seq_++, .bytes = bytes, .family = family::tp, .sms = sms});
-  }
-  /// One ring step as an NCCL group: send a chunk `ahead` ranks forward, receive one from `behind`
-  /// ranks back. TE moves ring chunks by copy engine (its default), which takes no SMs.
-  void exchange(const std::string& name, int ahead, int behind) {
-    const int r = tp_rank_, group = e_.new_group();
+  /// One ring step as an NCCL group: send `from` `ahead` ranks forward, receive `into` from
+  /// `behind` ranks back. TE moves ring chunks by copy engine (its default), which takes no SMs.
+  void exchange(op_type slot, location at, int ahead, int behind, int from, std::vector<int> into) {
+    const int group = e_.new_group();
     const std::int64_t chunk = gathered_bytes() / tp_;
-    push({.kind = op_kind::send, .stream = ring, .name = name + "_send", .comm = comm_index_,
-          .peer = (r + ahead) % tp_, .bytes = chunk, .family = family::tp, .sms = 0, .group = group});
-    push({.kind = op_kind::recv, .stream = ring, .name = name + "_recv", .comm = comm_index_,
-          .peer = (r + tp_ - behind) % tp_, .bytes = chunk, .family = family::tp, .sms = 0, .group = group});
+    e_.p2p(op_kind::send, ring_, key(op_type::tp_ring_send, at, slot), comm_, (tp_rank_ + ahead) % tp_, chunk,
+           {from}, group, 0);
+    e_.p2p(op_kind::recv, ring_, key(op_type::tp_ring_recv, at, slot), comm_, (tp_rank_ + tp_ - behind) % tp_,
+           chunk, std::move(into), group, 0);
   }
 
   static constexpr int last_split_sms = 32;  ///< TE's UB_MAX_SM
@@ -186,10 +288,12 @@ class tp_builder {
   emitter& e_;
   int tp_, tp_rank_;
   const workload& w_;
-  const int compute, comm, ring, comm_index_;
-  std::int64_t seq_ = 0;
+  const ub::resolved_config& slots_;
+  int element_bytes_;
+  selective_recompute selective_;
+  int compute_, comm_stream_, ring_, comm_;
+  bool recompute_ = false;
+  std::vector<deferred> deferred_;
 };
 
-}  // namespace detail
-
-}  // namespace overlap::schedule
+}  // namespace overlap::schedule::detail

@@ -1,41 +1,64 @@
 #pragma once
 /// @file
-/// The run-time sizes of a step: the model and the batch. The config type gives the layout and
-/// the overlap families; a workload gives bytes and flops.
+/// The run-time sizes of a step: the model and the batch, with Megatron-Core's field names. The
+/// config type gives the layout, the overlap families, the precision, the experts and the
+/// recompute policy; a workload gives what the settings do not hold, so nothing is said twice.
+///
+/// The model is a decoder-only transformer with RMSNorm, grouped-query attention and a gated
+/// (SwiGLU) MLP; with `num_moe_experts` set in the settings every layer's MLP is a mixture of
+/// experts (a router, `moe_router_topk` of the experts per token, plus shared experts of
+/// `moe_shared_expert_intermediate_size`). The embedding sits on the first pipeline stage, the
+/// final norm, output layer and loss on the last.
 
 #include <cstdint>
-
-#include <overlap/settings/enums.hpp>
 
 namespace overlap::schedule {
 
 struct workload {
-  int layers = 8;              ///< transformer layers (of the whole model)
-  int micro_batches = 4;       ///< per step and data-parallel rank
+  int num_layers = 8;             ///< transformer layers of the whole model
+  int micro_batches = 4;          ///< per step and data-parallel rank
   int seq_length = 4096;
   int micro_batch_size = 1;
-  int hidden = 4096;
-  int ffn_hidden = 14336;      ///< SwiGLU: three h x ffn matrices
-  int heads = 32;
-  int vocab = 128256;
-  int experts = 0;             ///< routed experts (0: dense)
-  int top_k = 0;
-  int moe_ffn_hidden = 0;
-  dtype precision = dtype::bf16;
+  int hidden_size = 4096;
+  int ffn_hidden_size = 14336;    ///< gated MLP: fc1 is hidden x 2 ffn, fc2 ffn x hidden
+  int num_attention_heads = 32;
+  int num_query_groups = 0;       ///< GQA key/value heads; 0: as many as attention heads
+  int kv_channels = 0;            ///< head size; 0: hidden_size / num_attention_heads
+  int vocab_size = 128256;
+  bool share_embeddings_and_output_weights = false;
+  int moe_ffn_hidden_size = 0;    ///< one routed expert's gated MLP size
+  int moe_router_topk = 0;        ///< experts per token (MoE models)
 
-  constexpr int element_bytes() const { return precision == dtype::fp32 ? 4 : 2; }
-  constexpr std::int64_t tokens() const {
-    return std::int64_t{seq_length} * micro_batch_size;
+  constexpr std::int64_t tokens() const { return std::int64_t{seq_length} * micro_batch_size; }
+  constexpr std::int64_t head_size() const {
+    return kv_channels > 0 ? kv_channels : hidden_size / num_attention_heads;
   }
-  /// Parameters of one dense layer: attention (4 h^2) and the SwiGLU MLP (3 h ffn).
-  constexpr std::int64_t layer_parameters() const {
-    return 4 * std::int64_t{hidden} * hidden + 3 * std::int64_t{hidden} * ffn_hidden;
+  constexpr std::int64_t query_groups() const {
+    return num_query_groups > 0 ? num_query_groups : num_attention_heads;
   }
-  /// Forward flops of one dense layer for one micro-batch: 2 flops per parameter and token, plus
-  /// causal attention scores and values (2 x 2 x tokens x seq x h / 2).
-  constexpr double layer_forward_flops() const {
-    return 2.0 * static_cast<double>(tokens()) * static_cast<double>(layer_parameters()) +
-           2.0 * static_cast<double>(tokens()) * seq_length * hidden;
+  /// Width of the attention's query (and of its output before the projection).
+  constexpr std::int64_t query_width() const { return num_attention_heads * head_size(); }
+
+  // Parameters of one layer's tensors (whole, before tensor parallelism).
+  constexpr std::int64_t qkv_parameters() const {
+    return std::int64_t{hidden_size} * (query_width() + 2 * query_groups() * head_size());
+  }
+  constexpr std::int64_t proj_parameters() const { return query_width() * hidden_size; }
+  constexpr std::int64_t fc1_parameters() const { return std::int64_t{hidden_size} * 2 * ffn_hidden_size; }
+  constexpr std::int64_t fc2_parameters() const { return std::int64_t{ffn_hidden_size} * hidden_size; }
+  constexpr std::int64_t norm_parameters() const { return hidden_size; }
+  constexpr std::int64_t router_parameters(int experts) const { return std::int64_t{hidden_size} * experts; }
+  /// One gated expert MLP of `ffn` (routed: moe_ffn_hidden_size; shared: the shared size).
+  constexpr std::int64_t expert_parameters(std::int64_t ffn) const { return 3 * std::int64_t{hidden_size} * ffn; }
+  constexpr std::int64_t embedding_parameters() const { return std::int64_t{vocab_size} * hidden_size; }
+
+  /// Forward flops of a GEMM with `parameters` weights over one micro-batch (whole, before TP).
+  constexpr double gemm_flops(std::int64_t parameters) const {
+    return 2.0 * static_cast<double>(tokens()) * static_cast<double>(parameters);
+  }
+  /// Forward flops of causal core attention (scores and values, half of the square computed).
+  constexpr double attention_core_flops() const {
+    return 2.0 * static_cast<double>(tokens()) * seq_length * static_cast<double>(query_width());
   }
 };
 

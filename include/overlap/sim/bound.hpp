@@ -12,7 +12,8 @@
 #include <array>
 #include <vector>
 
-#include <overlap/schedule/program.hpp>
+#include <overlap/program/program.hpp>
+#include <overlap/program/semantics.hpp>
 #include <overlap/sim/cost_model.hpp>
 #include <overlap/sim/simulator.hpp>
 
@@ -50,13 +51,7 @@ inline step_bound lower_bound(const std::vector<schedule::program>& programs,
     const schedule::program& p = programs[pi];
     const schedule::op& o = p.ops[static_cast<std::size_t>(i.op)];
     if (!schedule::is_communication(o.kind)) continue;
-    const auto& members = p.comms[static_cast<std::size_t>(o.comm)].ranks;
-    bool crosses = false;
-    if (o.kind == schedule::op_kind::collective) {
-      for (const int r : members) crosses |= r / m.gpus_per_node != p.rank / m.gpus_per_node;
-    } else {
-      crosses = members[static_cast<std::size_t>(o.peer)] / m.gpus_per_node != p.rank / m.gpus_per_node;
-    }
+    const bool crosses = schedule::crosses_nodes(p, o, m.gpus_per_node);
     const std::size_t link = crosses ? 2 : 0;
     const double d = i.end_us - i.start_us;
     if (o.kind != schedule::op_kind::recv) busy[pi][link] += d;

@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <utility>
 
-#include <overlap/schedule/program.hpp>
+#include <overlap/program/program.hpp>
 #include <overlap/sim/machine.hpp>
 
 namespace overlap::sim {

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include <overlap/schedule/program.hpp>
+#include <overlap/program/program.hpp>
 
 namespace overlap::sim {
 
@@ -22,7 +22,7 @@ struct interval {
 };
 
 /// Indexed by schedule::family.
-using per_family = std::array<double, 5>;
+using per_family = schedule::per_family_array<double>;
 
 struct result {
   double step_time_us = 0;           ///< the latest completion over all ranks

@@ -7,8 +7,8 @@
 /// `cuda_device_max_connections` hardware queues; each queue is FIFO across its streams, so an op
 /// whose dependencies are not met blocks every op behind it in that queue (with one connection,
 /// the head-of-line blocking TP ordering relies on). An op starts when it is at its queue's head,
-/// its stream predecessor, its communicator predecessor and the record it waits for are done, and
-/// SMs are free: compute takes every free SM, communication kernels take `op::sms` (by default
+/// its predecessors on the rank (program/semantics.hpp: stream, communicator, event, group) are
+/// done, and SMs are free: compute takes every free SM, communication kernels take `op::sms` (by default
 /// `machine::comm_sms` for collectives, `machine::p2p_sms` for send/recv; none by copy engine) from
 /// a running GEMM if need be (which then runs slower until it gets them back when the kernel
 /// ends) and hold them from launch; a collective or send/recv transfers only
@@ -21,12 +21,14 @@
 #include <functional>
 #include <limits>
 #include <queue>
+#include <stdexcept>
 #include <string>
 #include <tuple>
 #include <vector>
 
-#include <overlap/schedule/program.hpp>
-#include <overlap/schedule/rendezvous.hpp>
+#include <overlap/program/program.hpp>
+#include <overlap/program/rendezvous.hpp>
+#include <overlap/program/semantics.hpp>
 #include <overlap/sim/cost_model.hpp>
 #include <overlap/sim/result.hpp>
 
@@ -53,14 +55,12 @@ struct op_state {
   double start = never;  ///< compute: kernel start; comm: transfer start
   double end = never;
   int sms = 0;
-  long stream_prev = -1, comm_prev = -1, record = -1;
-  /// When a predecessor above is the last member of a group, the group's first member: the
-  /// whole range must be done. Members of one group do not wait for each other.
-  long stream_prev_first = -1, comm_prev_first = -1;
   long group = -1;  ///< rendezvous group for communication ops
 };
 
 struct rank_state {
+  explicit rank_state(const schedule::program& p) : order(p) {}
+  schedule::rank_order order;
   std::vector<op_state> ops;
   std::vector<std::vector<std::size_t>> queues;  ///< op indices per hardware queue, issue order
   std::vector<std::size_t> head;
@@ -115,54 +115,22 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
   const machine& m = cost.machine();
   const int connections = std::max(1, opt.cuda_device_max_connections);
 
-  std::vector<detail::rank_state> ranks(programs.size());
+  for (const schedule::program& p : programs) {
+    const auto problems = schedule::structure_problems(p);
+    if (!problems.empty())
+      throw std::invalid_argument("simulate: rank " + std::to_string(p.rank) + " op " +
+                                  std::to_string(problems.front().op) + ": " + problems.front().text +
+                                  " (verify::verify lists every problem)");
+  }
+  std::vector<detail::rank_state> ranks;
+  ranks.reserve(programs.size());
   for (std::size_t pi = 0; pi < programs.size(); ++pi) {
     const schedule::program& p = programs[pi];
-    detail::rank_state& rs = ranks[pi];
+    detail::rank_state& rs = ranks.emplace_back(p);
     rs.ops.resize(p.ops.size());
     rs.queues.resize(std::max<std::size_t>(1, std::min<std::size_t>(p.streams.size(), connections)));
     rs.head.assign(rs.queues.size(), 0);
     rs.free_sms = m.sms;
-    std::vector<long> last_stream(p.streams.size(), -1), last_comm(p.comms.size(), -1),
-        last_record(p.num_events, -1);
-    // The first member of the group each op belongs to (itself when ungrouped).
-    std::vector<long> first(p.ops.size());
-    for (std::size_t i = 0; i < p.ops.size(); ++i)
-      first[i] = i > 0 && p.ops[i].group >= 0 && p.ops[i - 1].group == p.ops[i].group
-                     ? first[i - 1]
-                     : static_cast<long>(i);
-    // Per communicator, the predecessor a group's members on it share (taken at their first).
-    std::vector<long> group_comm_prev(p.comms.size(), -1), group_comm_prev_first(p.comms.size(), -1);
-    std::vector<bool> comm_in_group(p.comms.size(), false);
-    for (std::size_t i = 0; i < p.ops.size(); ++i) {
-      const schedule::op& o = p.ops[i];
-      if (o.kind == op_kind::host_sync) continue;
-      detail::op_state& s = rs.ops[i];
-      const bool continues = first[i] != static_cast<long>(i);
-      if (!continues) comm_in_group.assign(p.comms.size(), false);
-      if (continues) {  // a later member: the predecessors the group had when it started
-        const detail::op_state& lead = rs.ops[static_cast<std::size_t>(first[i])];
-        s.stream_prev = lead.stream_prev;
-        s.stream_prev_first = lead.stream_prev_first;
-      } else {
-        s.stream_prev = last_stream[o.stream];
-        s.stream_prev_first = s.stream_prev < 0 ? -1 : first[static_cast<std::size_t>(s.stream_prev)];
-      }
-      if (schedule::is_communication(o.kind)) {
-        if (!comm_in_group[o.comm]) {
-          group_comm_prev[o.comm] = last_comm[o.comm];
-          group_comm_prev_first[o.comm] =
-              last_comm[o.comm] < 0 ? -1 : first[static_cast<std::size_t>(last_comm[o.comm])];
-          comm_in_group[o.comm] = o.group >= 0;
-        }
-        s.comm_prev = group_comm_prev[o.comm];
-        s.comm_prev_first = group_comm_prev_first[o.comm];
-      }
-      last_stream[o.stream] = static_cast<long>(i);
-      if (schedule::is_communication(o.kind)) last_comm[o.comm] = static_cast<long>(i);
-      if (o.kind == op_kind::record) last_record[o.event] = static_cast<long>(i);
-      if (o.kind == op_kind::wait) rs.ops[i].record = last_record[o.event];
-    }
   }
   const schedule::rendezvous_set matched = schedule::match_rendezvous(programs);
   // Unmatched ops keep group -1 and never complete; so does a group with a missing member.
@@ -180,23 +148,20 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
 
   using running_entry = std::tuple<double, std::size_t, std::size_t>;
   std::priority_queue<running_entry, std::vector<running_entry>, std::greater<>> running;
-  const auto done = [&](std::size_t pi, long i) {
-    return i < 0 || ranks[pi].ops[static_cast<std::size_t>(i)].now == state::done;
-  };
-  const auto all_done = [&](std::size_t pi, long from, long to) {  // ops [from, to]
-    for (long i = from < 0 ? to : from; i >= 0 && i <= to; ++i)
-      if (!done(pi, i)) return false;
-    return true;
+  // The first predecessor of op i that is not done, or -1.
+  const auto blocker = [&](std::size_t pi, std::size_t i) -> long {
+    for (const std::size_t j : ranks[pi].order.predecessors(i))
+      if (ranks[pi].ops[j].now != state::done) return static_cast<long>(j);
+    return -1;
   };
   const auto start_group = [&](std::size_t g, double t) {
     const auto& members = matched.groups[g];
     if (static_cast<int>(members.size()) != expected_size[g]) return false;
     for (const auto& mem : members)
       if (ranks[mem.program].ops[mem.op].now != state::launched) return false;
-    const schedule::op& o = programs[members.front().program].ops[members.front().op];
-    bool crosses = false;
-    const int node0 = programs[members.front().program].rank / m.gpus_per_node;
-    for (const auto& mem : members) crosses |= programs[mem.program].rank / m.gpus_per_node != node0;
+    const schedule::program& first = programs[members.front().program];
+    const schedule::op& o = first.ops[members.front().op];
+    const bool crosses = schedule::crosses_nodes(first, o, m.gpus_per_node);
     const double end = t + cost.comm_us(o, static_cast<int>(members.size()), crosses);
     for (const auto& mem : members) {
       auto& s = ranks[mem.program].ops[mem.op];
@@ -260,10 +225,7 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
           const std::size_t i = rs.next_issue;
           const schedule::op& o = p.ops[i];
           if (o.kind == op_kind::host_sync) {
-            bool all_done = true;
-            for (std::size_t j = 0; j < i && all_done; ++j)
-              all_done = p.ops[j].kind == op_kind::host_sync || rs.ops[j].now == state::done;
-            if (!all_done) break;
+            if (blocker(pi, i) >= 0) break;
             rs.host_time = std::max(rs.host_time, t);
             rs.ops[i].now = state::done;
             rs.ops[i].start = rs.ops[i].end = rs.host_time;
@@ -286,9 +248,7 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
               running.emplace(s.issued_at, pi, wake);
               break;
             }
-            if (!all_done(pi, s.stream_prev_first, s.stream_prev) ||
-                !all_done(pi, s.comm_prev_first, s.comm_prev) || !done(pi, s.record))
-              break;
+            if (blocker(pi, i) >= 0) break;
             if (o.kind == op_kind::record || o.kind == op_kind::wait) {
               s.now = state::done;
               s.start = s.end = t;
@@ -367,13 +327,13 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
     const schedule::program& p = programs[pi];
     const detail::rank_state& rs = ranks[pi];
     std::vector<std::pair<double, double>> compute;
-    std::array<std::vector<std::pair<double, double>>, 5> comm;
+    schedule::per_family_array<std::vector<std::pair<double, double>>> comm;
     for (std::size_t i = 0; i < p.ops.size(); ++i) {
       const schedule::op& o = p.ops[i];
       const detail::op_state& s = rs.ops[i];
       if (s.now != state::done) {
-        const std::string where = "rank " + std::to_string(p.rank) + " op " + std::to_string(i) +
-                                  (o.name.empty() ? "" : " (" + o.name + ")");
+        const std::string where =
+            "rank " + std::to_string(p.rank) + " op " + std::to_string(i) + " (" + schedule::display_name(o) + ")";
         out.deadlock = true;
         std::string why;
         if (o.kind == op_kind::host_sync) why = "the host waits for earlier ops";
@@ -381,9 +341,8 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
         else if (s.now == state::launched)
           why = s.group < 0 ? "launched; no rank issues its matching op"
                             : "launched; waits for the other members of its rendezvous to launch";
-        else if (!done(pi, s.stream_prev)) why = "waits for op " + std::to_string(s.stream_prev) + " on its stream";
-        else if (!done(pi, s.comm_prev)) why = "waits for op " + std::to_string(s.comm_prev) + " on its communicator";
-        else if (!done(pi, s.record)) why = "waits for the record at op " + std::to_string(s.record);
+        else if (const long j = blocker(pi, i); j >= 0)
+          why = "waits for op " + std::to_string(j) + " (" + schedule::display_name(p.ops[static_cast<std::size_t>(j)]) + ")";
         else why = "waits behind the head of its hardware queue";
         blocked.push_back(where + ": " + why);
         continue;
@@ -392,7 +351,7 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
       out.intervals.push_back({p.rank, o.stream, static_cast<int>(i), s.start, s.end});
       out.step_time_us = std::max(out.step_time_us, s.end);
       if (o.kind == op_kind::compute) compute.emplace_back(s.start, s.end);
-      if (schedule::is_communication(o.kind)) comm[static_cast<std::size_t>(o.family)].emplace_back(s.start, s.end);
+      if (schedule::is_communication(o.kind)) comm[static_cast<std::size_t>(o.family())].emplace_back(s.start, s.end);
     }
     detail::merge(compute);
     out.compute_us = std::max(out.compute_us, detail::length(compute));

@@ -20,7 +20,7 @@
 #include <type_traits>
 #include <vector>
 
-#include <overlap/schedule/program.hpp>
+#include <overlap/program/program.hpp>
 #include <overlap/sim/result.hpp>
 
 namespace overlap::trace {
@@ -35,7 +35,7 @@ inline constexpr std::size_t num_categories = 6;
 
 inline category category_of(const schedule::op& o) {
   if (o.kind == schedule::op_kind::compute) return category::compute;
-  switch (o.family) {
+  switch (o.family()) {
     case schedule::family::tp: return category::tp;
     case schedule::family::dp: return category::dp;
     case schedule::family::pp: return category::pp;
@@ -57,10 +57,12 @@ inline const schedule::communicator* comm_of(const schedule::program& p, const s
   return &p.comms[static_cast<std::size_t>(o.comm)];
 }
 
-/// What a viewer calls an op: its name, or for an unnamed op its kind and operands
-/// ("record e3", "all_gather tp", "send pp-next").
+/// What a viewer calls an op: its key's display name, with the event of a record or wait
+/// ("event_record e3"); for an untyped op its kind and operands ("all_gather tp", "send pp-next").
 inline std::string op_label(const schedule::program& p, const schedule::op& o) {
-  if (!o.name.empty()) return o.name;
+  if (o.kind == schedule::op_kind::record || o.kind == schedule::op_kind::wait)
+    return schedule::display_name(o) + " e" + std::to_string(o.event);
+  if (o.key.type != schedule::op_type::none) return schedule::display_name(o);
   const schedule::communicator* comm = comm_of(p, o);
   const std::string on = comm ? " " + comm->name : std::string{};
   switch (o.kind) {
@@ -214,7 +216,7 @@ inline void write_op_args(std::ostream& os, const located& at, const sim::interv
   if (at.op) {
     const schedule::op& o = *at.op;
     m.string("kind", schedule::to_string(o.kind));
-    if (o.family != schedule::family::none) m.string("family", schedule::to_string(o.family));
+    if (o.family() != schedule::family::none) m.string("family", schedule::to_string(o.family()));
     if (o.kind == schedule::op_kind::collective) m.string("collective", schedule::to_string(o.coll));
     if (const schedule::communicator* comm = comm_of(*at.program, o)) m.string("comm", comm->name);
     if (o.kind == schedule::op_kind::send || o.kind == schedule::op_kind::recv)

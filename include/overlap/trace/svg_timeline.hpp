@@ -19,7 +19,7 @@
 #include <utility>
 #include <vector>
 
-#include <overlap/schedule/program.hpp>
+#include <overlap/program/program.hpp>
 #include <overlap/sim/result.hpp>
 #include <overlap/trace/chrome_trace.hpp>
 

@@ -9,9 +9,9 @@
 /// - a cycle in the dependency graph (a hang), with the ops on the cycle;
 /// - a read of a buffer that does not depend on the op that wrote it, and a write of a buffer
 ///   that does not wait for every earlier reader (reuse before its readers are done).
-/// Dependencies are stream FIFO, event record -> wait, communicator FIFO, host syncs, and the
-/// cross-rank rendezvous of matching collectives and send/recv pairs; the members of an NCCL group
-/// start together and what follows the group waits for all of them.
+/// Dependencies are what program/semantics.hpp says: the order on each rank (stream and
+/// communicator FIFO, events, host syncs, NCCL groups) and the cross-rank rendezvous of matching
+/// collectives and send/recv pairs.
 
 #include <algorithm>
 #include <cstddef>
@@ -20,8 +20,9 @@
 #include <utility>
 #include <vector>
 
-#include <overlap/schedule/program.hpp>
-#include <overlap/schedule/rendezvous.hpp>
+#include <overlap/program/program.hpp>
+#include <overlap/program/rendezvous.hpp>
+#include <overlap/program/semantics.hpp>
 
 namespace overlap::verify {
 
@@ -38,8 +39,8 @@ inline std::string describe(const finding& f, const std::vector<schedule::progra
   if (f.op >= 0) {
     where += " op " + std::to_string(f.op);
     for (const auto& p : programs)
-      if (p.rank == f.rank && f.op < static_cast<int>(p.ops.size()) && !p.ops[f.op].name.empty())
-        where += " (" + p.ops[f.op].name + ")";
+      if (p.rank == f.rank && f.op < static_cast<int>(p.ops.size()))
+        where += " (" + schedule::display_name(p.ops[static_cast<std::size_t>(f.op)]) + ")";
   }
   return where + ": " + f.reason;
 }
@@ -48,13 +49,6 @@ namespace detail {
 
 using schedule::op_kind;
 
-
-/// The position of `rank` in `c`, or -1.
-inline int member_index(const schedule::communicator& c, int rank) {
-  for (std::size_t i = 0; i < c.ranks.size(); ++i)
-    if (c.ranks[i] == rank) return static_cast<int>(i);
-  return -1;
-}
 
 /// Ops of all ranks as one graph; rendezvous partners are contracted into one node.
 class step_graph {
@@ -104,101 +98,11 @@ class step_graph {
   std::vector<std::vector<std::size_t>> edges_;
 };
 
-inline void check_structure(const schedule::program& p, std::vector<finding>& out) {
-  const auto bad = [&](std::size_t i, std::string why) {
-    out.push_back({p.rank, static_cast<int>(i), std::move(why)});
-  };
-  const auto in = [](int v, std::size_t n) { return v >= 0 && static_cast<std::size_t>(v) < n; };
-  for (std::size_t i = 0; i < p.ops.size(); ++i) {
-    const schedule::op& o = p.ops[i];
-    if (o.kind != op_kind::host_sync && !in(o.stream, p.streams.size()))
-      bad(i, "stream " + std::to_string(o.stream) + " does not exist");
-    if (schedule::is_communication(o.kind)) {
-      if (!in(o.comm, p.comms.size())) {
-        bad(i, "communicator " + std::to_string(o.comm) + " does not exist");
-        continue;
-      }
-      const auto& c = p.comms[o.comm];
-      if (member_index(c, p.rank) < 0) bad(i, "rank is not a member of communicator " + c.name);
-      if (o.kind != op_kind::collective && (!in(o.peer, c.ranks.size()) ||
-                                            c.ranks[o.peer] == p.rank))
-        bad(i, "peer " + std::to_string(o.peer) + " is not another rank of " + c.name);
-    }
-    if ((o.kind == op_kind::record || o.kind == op_kind::wait) && !in(o.event, p.num_events))
-      bad(i, "event " + std::to_string(o.event) + " does not exist");
-    if (o.group >= 0) {
-      if (!schedule::is_communication(o.kind)) bad(i, "only communication ops can be grouped");
-      const bool continues = i > 0 && p.ops[i - 1].group == o.group;
-      if (continues && p.ops[i - 1].stream != o.stream)
-        bad(i, "a group's ops must be on one stream");
-      for (std::size_t j = 0; j + 1 < i && !continues; ++j)
-        if (p.ops[j].group == o.group) {
-          bad(i, "a group's ops must be consecutive in issue order");
-          break;
-        }
-    }
-    for (const auto& list : {o.reads, o.writes})
-      for (const int b : list)
-        if (!in(b, p.num_buffers)) bad(i, "buffer " + std::to_string(b) + " does not exist");
-  }
-}
-
-/// Stream FIFO, communicator FIFO, host syncs and event edges of one rank. The members of an
-/// NCCL group share the predecessors the group had when it started, and what follows the group
-/// on a stream or communicator follows every member there (a member completes with its own
-/// partner, not with the whole group).
-inline void local_edges(const schedule::program& p, std::size_t pi, step_graph& g,
-                        std::vector<finding>& out) {
-  // The ops the next op on a stream (communicator) must follow: one, or a group's members.
-  std::vector<std::vector<long>> after_stream(p.streams.size()), after_comm(p.comms.size());
-  std::vector<std::vector<long>> group_stream_preds(p.streams.size()), group_comm_preds(p.comms.size());
-  std::vector<bool> comm_in_group(p.comms.size(), false);
-  std::vector<long> last_record(p.num_events, -1);
-  long last_sync = -1;
-  const auto follow = [&](const std::vector<long>& preds, std::size_t n) {
-    for (const long j : preds) g.edge(g.node(pi, static_cast<std::size_t>(j)), n);
-  };
-  for (std::size_t i = 0; i < p.ops.size(); ++i) {
-    const schedule::op& o = p.ops[i];
-    const std::size_t n = g.node(pi, i);
-    if (last_sync >= 0) g.edge(g.node(pi, last_sync), n);
-    if (o.kind == op_kind::host_sync) {
-      for (std::size_t j = (last_sync < 0 ? 0 : last_sync); j < i; ++j) g.edge(g.node(pi, j), n);
-      last_sync = static_cast<long>(i);
-      continue;
-    }
-    const bool continues = o.group >= 0 && i > 0 && p.ops[i - 1].group == o.group;
-    if (!continues) comm_in_group.assign(p.comms.size(), false);
-    if (continues) {
-      follow(group_stream_preds[o.stream], n);
-      after_stream[o.stream].push_back(static_cast<long>(i));
-    } else {
-      follow(after_stream[o.stream], n);
-      group_stream_preds[o.stream] = after_stream[o.stream];
-      after_stream[o.stream] = {static_cast<long>(i)};
-    }
-    if (schedule::is_communication(o.kind)) {
-      auto& after = after_comm[o.comm];
-      if (comm_in_group[o.comm]) {
-        follow(group_comm_preds[o.comm], n);
-        after.push_back(static_cast<long>(i));
-      } else {
-        follow(after, n);
-        group_comm_preds[o.comm] = after;
-        after = {static_cast<long>(i)};
-        comm_in_group[o.comm] = o.group >= 0;
-      }
-    }
-    if (o.kind == op_kind::record) last_record[o.event] = static_cast<long>(i);
-    if (o.kind == op_kind::wait) {
-      if (last_record[o.event] < 0)
-        out.push_back({p.rank, static_cast<int>(i),
-                       "waits for event " + std::to_string(o.event) +
-                           " before any record of it (the wait would not order anything)"});
-      else
-        g.edge(g.node(pi, last_record[o.event]), n);
-    }
-  }
+/// The rank's own edges, as the one semantics gives them: from each predecessor to the op.
+inline void local_edges(const schedule::program& p, std::size_t pi, step_graph& g) {
+  const schedule::rank_order order(p);
+  for (std::size_t i = 0; i < p.ops.size(); ++i)
+    for (const std::size_t j : order.predecessors(i)) g.edge(g.node(pi, j), g.node(pi, i));
 }
 
 /// Contracts each rendezvous into one node; unmatched communication becomes findings.
@@ -218,12 +122,12 @@ inline void rendezvous(const std::vector<schedule::program>& programs, step_grap
 /// `programs` holds one program per rank of the step (ranks that share a program included).
 inline std::vector<finding> verify(const std::vector<schedule::program>& programs) {
   std::vector<finding> out;
-  for (const auto& p : programs) detail::check_structure(p, out);
+  for (const auto& p : programs)
+    for (const auto& problem : schedule::structure_problems(p)) out.push_back({p.rank, problem.op, problem.text});
   if (!out.empty()) return out;
 
   detail::step_graph g(programs);
-  for (std::size_t pi = 0; pi < programs.size(); ++pi)
-    detail::local_edges(programs[pi], pi, g, out);
+  for (std::size_t pi = 0; pi < programs.size(); ++pi) detail::local_edges(programs[pi], pi, g);
   detail::rendezvous(programs, g, out);
   if (!out.empty()) return out;
 
@@ -270,9 +174,8 @@ inline std::vector<finding> verify(const std::vector<schedule::program>& program
       for (std::size_t m = 0; m < g.size(); ++m) {
         if (g.find(m) != node) continue;
         const auto [pi, oi] = g.locate(m);
-        text += (text.empty() ? "" : " = ") + std::string("rank ") +
-                std::to_string(programs[pi].rank) + " op " + std::to_string(oi);
-        if (!programs[pi].ops[oi].name.empty()) text += " (" + programs[pi].ops[oi].name + ")";
+        text += (text.empty() ? "" : " = ") + std::string("rank ") + std::to_string(programs[pi].rank) + " op " +
+                std::to_string(oi) + " (" + schedule::display_name(programs[pi].ops[oi]) + ")";
       }
       return text;
     };
@@ -332,14 +235,17 @@ inline std::vector<finding> verify(const std::vector<schedule::program>& program
   };
   for (std::size_t pi = 0; pi < programs.size(); ++pi) {
     const auto& p = programs[pi];
-    std::vector<long> writer(p.num_buffers, -1);
-    std::vector<std::vector<std::size_t>> readers(p.num_buffers);
+    std::vector<long> writer(p.buffers.size(), -1);
+    std::vector<std::vector<std::size_t>> readers(p.buffers.size());
+    const auto buffer_name = [&](int b) {
+      return "buffer " + std::to_string(b) + " (" + schedule::display_name(p.buffers[static_cast<std::size_t>(b)]) + ")";
+    };
     for (std::size_t i = 0; i < p.ops.size(); ++i) {
       const schedule::op& o = p.ops[i];
       for (const int b : o.reads) {
         if (writer[b] >= 0 && !reaches(pi, static_cast<std::size_t>(writer[b]), i))
           out.push_back({p.rank, static_cast<int>(i),
-                         "reads buffer " + std::to_string(b) + " without depending on op " +
+                         "reads " + buffer_name(b) + " without depending on op " +
                              std::to_string(writer[b]) + " that writes it (missing event wait)"});
         readers[b].push_back(i);
       }
@@ -347,11 +253,11 @@ inline std::vector<finding> verify(const std::vector<schedule::program>& program
         for (const std::size_t r : readers[b])
           if (r != i && !reaches(pi, r, i))
             out.push_back({p.rank, static_cast<int>(i),
-                           "overwrites buffer " + std::to_string(b) + " while op " +
+                           "overwrites " + buffer_name(b) + " while op " +
                                std::to_string(r) + " may still read it (reuse before its readers are done)"});
         if (writer[b] >= 0 && !reaches(pi, static_cast<std::size_t>(writer[b]), i))
           out.push_back({p.rank, static_cast<int>(i),
-                         "writes buffer " + std::to_string(b) + " concurrently with op " +
+                         "writes " + buffer_name(b) + " concurrently with op " +
                              std::to_string(writer[b]) + " that also writes it"});
         writer[b] = static_cast<long>(i);
         readers[b].clear();

@@ -12,7 +12,11 @@
 #include <overlap/schedule/step.hpp>
 #include <overlap/sim/simulator.hpp>
 
-namespace overlap::sim {
+namespace overlap::plan {
+
+using sim::cost_model;
+using sim::options;
+using sim::result;
 
 struct family_plan {
   schedule::family family = schedule::family::none;  ///< none: all families composed
@@ -76,7 +80,7 @@ inline std::vector<family_plan> plan_families(const settings& s, const schedule:
       {family::tp, s.tensor_model_parallel_size > 1, &schedule::tensor_parallel_step},
       {family::dp, s.data_parallel_size > 1, &schedule::data_parallel_step},
       {family::pp, s.pipeline_model_parallel_size > 1, &schedule::pipeline_parallel_step},
-      {family::ep, s.expert_model_parallel_size > 1 && w.experts > 0 && w.top_k > 0,
+      {family::ep, s.expert_model_parallel_size > 1 && s.num_moe_experts.value_or(0) > 0,
        &schedule::expert_parallel_step},
   };
   std::vector<family_plan> out;
@@ -89,8 +93,8 @@ inline std::vector<family_plan> plan_families(const settings& s, const schedule:
     const resolved_settings base = derive(base_settings);
     plan.overlap_step = c.generate(s, r, w);
     plan.baseline_step = c.generate(base_settings, base, w);
-    plan.overlap = simulate(plan.overlap_step, cost, options_for(r));
-    plan.baseline = simulate(plan.baseline_step, cost, options_for(base));
+    plan.overlap = sim::simulate(plan.overlap_step, cost, options_for(r));
+    plan.baseline = sim::simulate(plan.baseline_step, cost, options_for(base));
     out.push_back(std::move(plan));
   }
   return out;
@@ -105,9 +109,9 @@ inline family_plan plan_step(const settings& s, const schedule::workload& w, con
   const resolved_settings base = derive(base_settings);
   plan.overlap_step = schedule::compose_step(s, r, w);
   plan.baseline_step = schedule::compose_step(base_settings, base, w);
-  plan.overlap = simulate(plan.overlap_step, cost, options_for(r));
-  plan.baseline = simulate(plan.baseline_step, cost, options_for(base));
+  plan.overlap = sim::simulate(plan.overlap_step, cost, options_for(r));
+  plan.baseline = sim::simulate(plan.baseline_step, cost, options_for(base));
   return plan;
 }
 
-}  // namespace overlap::sim
+}  // namespace overlap::plan
