@@ -28,12 +28,13 @@ int main(int argc, char** argv) {
   static char memory[2];  // never touched: the null backend only passes pointers on
   executor::resources r;
   for (std::size_t c = 0; c < p.comms.size(); ++c) r.comms[p.comms[c].name] = &shapes[c];
-  for (const auto& o : p.ops) {
+  // One kernel per compute type, as a trainer binds them; the key is what tells ops apart.
+  for (const auto& o : p.ops)
     if (o.kind == overlap::schedule::op_kind::compute)
-      r.kernels[o.name] = [](void* stream) { bench::null_kernel(stream); };
-    else if (overlap::schedule::is_communication(o.kind))
-      r.buffers[o.name] = {memory, o.bytes, memory + 1, o.bytes, bench::element_bytes};
-  }
+      r.kernels[o.key.type] = [](const overlap::schedule::op_key&, void* stream) { bench::null_kernel(stream); };
+  r.buffers = [](const overlap::schedule::op& o) {
+    return executor::buffer{memory, o.bytes, memory + 1, o.bytes, bench::element_bytes};
+  };
   executor e(p, std::move(r));
   if (argc > 2 && std::string(argv[2]) == "replay") {
     e.capture();

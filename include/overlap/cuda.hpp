@@ -6,15 +6,20 @@
 /// includes CUDA or NCCL; link `overlap::cuda`.
 ///
 /// ```
+/// using overlap::cuda::on;
+/// using overlap::schedule::op_type;
 /// overlap::cuda::executor::resources r;
 /// r.comms["dp"] = dp_comm;                                      // the trainer's ncclComm_t
-/// r.kernels["fwd_l0_mb0"] = [&](cudaStream_t s) { forward(0, 0, s); };
-/// r.buffers["grad_reduce_b0"] = {grads, bytes, grads, bytes, ncclBfloat16};
+/// r.kernels = overlap::cuda::kernels_for<cfg::schedule>(        // compile-time: every type bound
+///     on<op_type::fc1_fprop, op_type::fc2_fprop>(gemm_forward), // f(const op_key&, cudaStream_t)
+///     ...);
+/// r.buffers = [&](const overlap::schedule::op& o) { return buffer_of(o.key); };  // at pre-flight
 /// overlap::cuda::executor step(program, std::move(r));          // pre-flight; throws on a gap
 /// step.run();
 /// step.wait();                                                  // watchdog: abort, never hang
 /// ```
 
+#include <overlap/cuda/bind.hpp>
 #include <overlap/cuda/cuda_api.hpp>
 #include <overlap/cuda/error.hpp>
 #include <overlap/cuda/executor.hpp>

@@ -10,6 +10,7 @@
 namespace sc = overlap::schedule;
 namespace oc = overlap::cuda;
 using K = sc::op_kind;
+using sc::op_type;
 
 namespace {
 constexpr int skipped = 77;
@@ -45,25 +46,29 @@ struct device_array {
   }
 };
 
-/// produce (copy the source into the gradient) -> all-reduce, all-gather, a self send/recv group,
-/// an all-to-all on the communication stream -> consume (copy the reduced gradient out).
+/// produce (a weight gradient: copy the source into the gradient) -> all-reduce, all-gather, a self
+/// send/recv group, an all-to-all on the communication stream -> consume (the optimizer step:
+/// copy the reduced gradient out).
 sc::program one_rank_program() {
   sc::program p;
   p.streams = {{sc::stream_role::compute, 0}, {sc::stream_role::dp_comm, -1}};
   p.comms = {{"solo", {0}}};
   p.num_events = 2;
   p.ops = {
-      {.kind = K::compute, .stream = 0, .name = "produce"},
+      {.kind = K::compute, .stream = 0, .key = {.type = op_type::fc1_wgrad, .at = {.layer = 0}}},
       {.kind = K::record, .stream = 0, .event = 0},
       {.kind = K::wait, .stream = 1, .event = 0},
-      {.kind = K::collective, .stream = 1, .name = "reduce", .coll = sc::collective::all_reduce, .comm = 0, .bytes = bytes},
-      {.kind = K::collective, .stream = 1, .name = "gather", .coll = sc::collective::all_gather, .comm = 0, .bytes = bytes},
-      {.kind = K::send, .stream = 1, .name = "echo_send", .comm = 0, .peer = 0, .bytes = bytes, .group = 0},
-      {.kind = K::recv, .stream = 1, .name = "echo_recv", .comm = 0, .peer = 0, .bytes = bytes, .group = 0},
-      {.kind = K::collective, .stream = 1, .name = "exchange", .coll = sc::collective::all_to_all, .comm = 0, .bytes = bytes},
+      {.kind = K::collective, .stream = 1, .key = {.type = op_type::dp_grad_reduce, .at = {.bucket = 0}},
+       .coll = sc::collective::all_reduce, .comm = 0, .bytes = bytes},
+      {.kind = K::collective, .stream = 1, .key = {.type = op_type::dp_param_gather, .at = {.bucket = 0}},
+       .coll = sc::collective::all_gather, .comm = 0, .bytes = bytes},
+      {.kind = K::send, .stream = 1, .key = {.type = op_type::pp_send_forward}, .comm = 0, .peer = 0, .bytes = bytes, .group = 0},
+      {.kind = K::recv, .stream = 1, .key = {.type = op_type::pp_recv_forward}, .comm = 0, .peer = 0, .bytes = bytes, .group = 0},
+      {.kind = K::collective, .stream = 1, .key = {.type = op_type::ep_dispatch, .at = {.layer = 0}},
+       .coll = sc::collective::all_to_all, .comm = 0, .bytes = bytes},
       {.kind = K::record, .stream = 1, .event = 1},
       {.kind = K::wait, .stream = 0, .event = 1},
-      {.kind = K::compute, .stream = 0, .name = "consume"},
+      {.kind = K::compute, .stream = 0, .key = {.type = op_type::optimizer_step}},
   };
   return p;
 }
@@ -79,17 +84,21 @@ int run_on_gpu() {
   device_array source, grad, reduced, gathered, echoed, exchanged, out;
   oc::resources r;
   r.comms["solo"] = comm;
-  r.kernels["produce"] = [&](cudaStream_t s) {
+  r.kernels[op_type::fc1_wgrad] = [&](const sc::op_key&, cudaStream_t s) {
     cuda_check(cudaMemcpyAsync(grad.data, source.data, bytes, cudaMemcpyDeviceToDevice, s), "produce");
   };
-  r.kernels["consume"] = [&](cudaStream_t s) {
+  r.kernels[op_type::optimizer_step] = [&](const sc::op_key&, cudaStream_t s) {
     cuda_check(cudaMemcpyAsync(out.data, reduced.data, bytes, cudaMemcpyDeviceToDevice, s), "consume");
   };
-  r.buffers["reduce"] = {grad.data, bytes, reduced.data, bytes, ncclFloat32};
-  r.buffers["gather"] = {grad.data, bytes, gathered.data, bytes, ncclFloat32};
-  r.buffers["echo_send"] = {grad.data, bytes, nullptr, 0, ncclFloat32};
-  r.buffers["echo_recv"] = {nullptr, 0, echoed.data, bytes, ncclFloat32};
-  r.buffers["exchange"] = {grad.data, bytes, exchanged.data, bytes, ncclFloat32};
+  r.buffers = [&](const sc::op& o) -> oc::buffer {
+    switch (o.key.type) {
+      case op_type::dp_grad_reduce: return {grad.data, bytes, reduced.data, bytes, ncclFloat32};
+      case op_type::dp_param_gather: return {grad.data, bytes, gathered.data, bytes, ncclFloat32};
+      case op_type::pp_send_forward: return {grad.data, bytes, nullptr, 0, ncclFloat32};
+      case op_type::pp_recv_forward: return {nullptr, 0, echoed.data, bytes, ncclFloat32};
+      default: return {grad.data, bytes, exchanged.data, bytes, ncclFloat32};
+    }
+  };
   oc::executor exec(one_rank_program(), std::move(r));
 
   const auto check_all = [&](float base, const std::string& when) {
@@ -122,7 +131,7 @@ int run_on_gpu() {
     empty.comms["solo"] = comm;
     oc::executor missing(one_rank_program(), std::move(empty));
   } catch (const oc::preflight_error& e) {
-    rejected = std::string(e.what()).find("no kernel 'produce'") != std::string::npos;
+    rejected = std::string(e.what()).find("no kernel for op type 'fc1_wgrad'") != std::string::npos;
   }
   expect(rejected, "pre-flight rejects missing kernels on the real API");
   ncclCommDestroy(comm);
