@@ -1,31 +1,50 @@
-// A small data-parallel model step on every visible GPU, run by overlap::cuda::executor: cuBLAS
-// GEMMs as the forward and backward of each layer, and each layer's gradient all-reduced with
-// NCCL on a communication stream while the backward of the layers below it runs. One rank per
-// GPU, communicators from ncclCommInitAll in this one process, one host thread per GPU.
+// Model steps run by overlap::cuda::executor, kernels bound by op type.
 //
-// It checks its numbers (every rank's reduced gradient equals the sum over ranks) and prints the
-// overlapped and serialized step times, plus compute alone and communication alone, as one JSON
-// line. Without a GPU it prints "not run: no GPU (...)" and exits 0.
+// 1. A generated step: `cfg::schedule::generate(workload)` for a one-rank config (tp 1, dp 1),
+//    run on GPU 0 eagerly, then captured into a CUDA graph and replayed. Every GEMM type of the
+//    program (qkv, proj, fc1, fc2 and the LM head, forward, dgrad and wgrad) is one cuBLAS
+//    callable that picks its operands by the key's layer and micro-batch; the other compute
+//    types (embedding, norms, attention core, optimizer, ...) are one stand-in callable (a
+//    memset), because the point here is the binding, not a transformer. A one-rank program has
+//    no collectives of its own; any communication op it does carry goes to NCCL on a one-rank
+//    communicator with scratch buffers from the provider.
+// 2. Because of that, NCCL and overlap are exercised by a hand-written data-parallel step on every
+//    visible GPU, with the op types the DP generator uses: per layer from the top its weight
+//    gradient GEMM and that gradient's all-reduce, on a communication stream while the backward
+//    of the layers below runs (overlapped) or on the compute stream (serialized). One rank per
+//    GPU, communicators from ncclCommInitAll in this one process, one host thread per GPU.
+//
+// It checks its numbers (each GEMM output of the generated step; every rank's reduced gradient
+// equals the sum over ranks) and prints the overlapped and serialized times of step 2, plus
+// compute alone and communication alone, as one JSON line. Without a GPU it prints
+// "not run: no GPU (...)" and exits 0.
 //
 // Sizes: OVERLAP_HIDDEN (default 2048), OVERLAP_LAYERS (8), OVERLAP_ITERATIONS (10),
 // OVERLAP_COMM_REPEAT (1: gradient all-reduces per layer; raise it to balance communication
 // against compute on machines where the all-reduce is fast, e.g. one GPU).
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <map>
 #include <memory>
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <cublas_v2.h>
 
 #include <overlap/cuda.hpp>
+#include <overlap/overlap.hpp>
+#include <overlap/schedule/step.hpp>
 
+namespace ov = overlap;
 namespace sc = overlap::schedule;
 namespace oc = overlap::cuda;
+using sc::op_type;
 
 namespace {
 
@@ -42,7 +61,7 @@ void cublas_ok(cublasStatus_t s, const char* what) {
 }
 
 struct sizes {
-  int hidden, layers, iterations, comm_repeat;
+  int hidden_size, num_layers, iterations, comm_repeat;
 };
 
 enum class variant { overlapped, serialized, compute_only, comm_only };
@@ -59,19 +78,22 @@ sc::program step_program(int rank, int ranks, const sizes& z, variant v) {
   p.comms = {{"dp", all}};
   const bool compute = v != variant::comm_only, comm = v != variant::compute_only;
   const int comm_stream = v == variant::serialized ? 0 : 1;
-  const std::int64_t grad_bytes = std::int64_t{z.hidden} * z.hidden * 4;
-  const auto name = [](const char* what, int l) { return std::string(what) + std::to_string(l); };
+  const std::int64_t grad_bytes = std::int64_t{z.hidden_size} * z.hidden_size * 4;
+  const auto at = [](int l) { return sc::location{.layer = l, .micro_batch = 0}; };
   if (compute)
-    for (int l = 0; l < z.layers; ++l) p.ops.push_back({.kind = sc::op_kind::compute, .stream = 0, .name = name("fwd_l", l)});
-  for (int l = z.layers - 1; l >= 0; --l) {
-    if (compute) p.ops.push_back({.kind = sc::op_kind::compute, .stream = 0, .name = name("bwd_l", l)});
+    for (int l = 0; l < z.num_layers; ++l)
+      p.ops.push_back({.kind = sc::op_kind::compute, .stream = 0, .key = {.type = op_type::fc1_fprop, .at = at(l)}});
+  for (int l = z.num_layers - 1; l >= 0; --l) {
+    if (compute)
+      p.ops.push_back({.kind = sc::op_kind::compute, .stream = 0, .key = {.type = op_type::fc1_wgrad, .at = at(l)}});
     if (!comm) continue;
     if (compute && comm_stream == 1) {
       p.ops.push_back({.kind = sc::op_kind::record, .stream = 0, .event = p.num_events});
       p.ops.push_back({.kind = sc::op_kind::wait, .stream = 1, .event = p.num_events++});
     }
     for (int k = 0; k < z.comm_repeat; ++k)
-      p.ops.push_back({.kind = sc::op_kind::collective, .stream = comm_stream, .name = name("grad_l", l),
+      p.ops.push_back({.kind = sc::op_kind::collective, .stream = comm_stream,
+                       .key = {.type = op_type::dp_grad_reduce, .at = {.layer = l, .bucket = l}},
                        .coll = sc::collective::all_reduce, .comm = 0, .bytes = grad_bytes});
   }
   if (compute && comm && comm_stream == 1) {  // the optimizer would wait for the last reduction
@@ -89,7 +111,7 @@ struct rank_model {
   std::vector<float*> x, dy, w, y, dw;
   std::size_t elements = 0;
 
-  rank_model(int dev, int rank, const sizes& z) : device(dev), elements(std::size_t(z.hidden) * z.hidden) {
+  rank_model(int dev, int rank, const sizes& z) : device(dev), elements(std::size_t(z.hidden_size) * z.hidden_size) {
     cuda_ok(cudaSetDevice(device), "cudaSetDevice");
     cublas_ok(cublasCreate(&blas), "cublasCreate");
     std::vector<float> value(elements);
@@ -100,10 +122,10 @@ struct rank_model {
       cuda_ok(cudaMemcpy(d, value.data(), elements * sizeof(float), cudaMemcpyHostToDevice), "cudaMemcpy");
       return d;
     };
-    for (int l = 0; l < z.layers; ++l) {
+    for (int l = 0; l < z.num_layers; ++l) {
       x.push_back(make(static_cast<float>(rank + 1)));
       dy.push_back(make(1.0f));
-      w.push_back(make(1.0f / static_cast<float>(z.hidden)));
+      w.push_back(make(1.0f / static_cast<float>(z.hidden_size)));
       y.push_back(make(0.0f));
       dw.push_back(make(0.0f));
     }
@@ -121,20 +143,23 @@ struct rank_model {
     oc::resources r;
     r.comms["dp"] = comm;
     const float one = 1.0f, zero = 0.0f;
-    for (std::size_t l = 0; l < x.size(); ++l) {
-      r.kernels["fwd_l" + std::to_string(l)] = [this, l, hidden, one, zero](cudaStream_t s) {
-        cublas_ok(cublasSetStream(blas, s), "cublasSetStream");
-        cublas_ok(cublasSgemm(blas, CUBLAS_OP_N, CUBLAS_OP_N, hidden, hidden, hidden, &one, x[l], hidden, w[l],
-                              hidden, &zero, y[l], hidden), "cublasSgemm (forward)");
-      };
-      r.kernels["bwd_l" + std::to_string(l)] = [this, l, hidden, one, zero](cudaStream_t s) {
-        cublas_ok(cublasSetStream(blas, s), "cublasSetStream");
-        cublas_ok(cublasSgemm(blas, CUBLAS_OP_N, CUBLAS_OP_T, hidden, hidden, hidden, &one, dy[l], hidden, x[l],
-                              hidden, &zero, dw[l], hidden), "cublasSgemm (weight gradient)");
-      };
-      const std::int64_t bytes = std::int64_t(elements * sizeof(float));
-      r.buffers["grad_l" + std::to_string(l)] = {dw[l], bytes, dw[l], bytes, ncclFloat32};
-    }
+    // One callable per op type; the key's layer picks the layer's matrices.
+    r.kernels[op_type::fc1_fprop] = [this, hidden, one, zero](const sc::op_key& k, cudaStream_t s) {
+      const auto l = static_cast<std::size_t>(k.at.layer);
+      cublas_ok(cublasSetStream(blas, s), "cublasSetStream");
+      cublas_ok(cublasSgemm(blas, CUBLAS_OP_N, CUBLAS_OP_N, hidden, hidden, hidden, &one, x[l], hidden, w[l],
+                            hidden, &zero, y[l], hidden), "cublasSgemm (forward)");
+    };
+    r.kernels[op_type::fc1_wgrad] = [this, hidden, one, zero](const sc::op_key& k, cudaStream_t s) {
+      const auto l = static_cast<std::size_t>(k.at.layer);
+      cublas_ok(cublasSetStream(blas, s), "cublasSetStream");
+      cublas_ok(cublasSgemm(blas, CUBLAS_OP_N, CUBLAS_OP_T, hidden, hidden, hidden, &one, dy[l], hidden, x[l],
+                            hidden, &zero, dw[l], hidden), "cublasSgemm (weight gradient)");
+    };
+    r.buffers = [this](const sc::op& o) {
+      float* grad = dw[static_cast<std::size_t>(o.key.at.layer)];
+      return oc::buffer{grad, o.bytes, grad, o.bytes, ncclFloat32};
+    };
     return r;
   }
 };
@@ -163,7 +188,7 @@ double time_variant(std::vector<std::unique_ptr<rank_model>>& models, std::vecto
   on_every_rank([&](int r) {
     const auto& m = models[static_cast<std::size_t>(r)];
     execs[static_cast<std::size_t>(r)] = std::make_unique<oc::executor>(
-        step_program(r, n, z, v), m->resources(comms[static_cast<std::size_t>(r)], z.hidden));
+        step_program(r, n, z, v), m->resources(comms[static_cast<std::size_t>(r)], z.hidden_size));
     execs[static_cast<std::size_t>(r)]->run();  // warm-up (cuBLAS and NCCL set-up)
     execs[static_cast<std::size_t>(r)]->wait();
   });
@@ -180,7 +205,7 @@ double time_variant(std::vector<std::unique_ptr<rank_model>>& models, std::vecto
 bool gradients_correct(std::vector<std::unique_ptr<rank_model>>& models, const sizes& z, int repeat) {
   const int n = static_cast<int>(models.size());
   // comm_repeat all-reduces of the same buffer multiply the sum by n for each extra one.
-  double want = double(z.hidden) * n * (n + 1) / 2;
+  double want = double(z.hidden_size) * n * (n + 1) / 2;
   for (int k = 1; k < repeat; ++k) want *= n;
   std::vector<float> host(models[0]->elements);
   for (auto& m : models) {
@@ -197,6 +222,127 @@ bool gradients_correct(std::vector<std::unique_ptr<rank_model>>& models, const s
   return true;
 }
 
+/// Step 1: the generated step of a one-rank config on the current GPU, eagerly and as a replayed
+/// CUDA graph. Each GEMM op computes C[type, layer] = A[layer] B[micro-batch] with every entry
+/// of A[l] equal to l + 2 and of B[m] to (m + 2) / n, so after a step C[type, layer] holds
+/// (l + 2)(m + 2) for the micro-batch m of the last op of that type and layer. Returns whether
+/// both runs left exactly that.
+bool generated_step_correct(const sizes& z, ncclComm_t solo) {
+  using cfg = ov::config<ov::tp<1>, ov::dp<1>, ov::precision<ov::dtype::bf16>>;
+  sc::workload w;
+  w.num_layers = z.num_layers;
+  w.micro_batches = 2;
+  w.seq_length = 1024;
+  w.hidden_size = 1024;
+  w.ffn_hidden_size = 2816;
+  w.num_attention_heads = 8;
+  w.vocab_size = 32000;
+  const sc::program p = cfg::schedule::generate(w).front();
+
+  constexpr int n = 512;  // the stand-in GEMMs' size; the workload's sizes are the simulator's
+  constexpr std::size_t elements = std::size_t{n} * n;
+  std::vector<float*> owned;
+  const auto filled = [&](float v) {
+    std::vector<float> host(elements, v);
+    float* d = nullptr;
+    cuda_ok(cudaMalloc(&d, elements * sizeof(float)), "cudaMalloc");
+    owned.push_back(d);
+    cuda_ok(cudaMemcpy(d, host.data(), elements * sizeof(float), cudaMemcpyHostToDevice), "cudaMemcpy");
+    return d;
+  };
+  // Index 0 stands for "no layer" (the LM head) and "no micro-batch".
+  std::vector<float*> a, b;
+  for (int l = -1; l < z.num_layers; ++l) a.push_back(filled(static_cast<float>(l + 2)));
+  for (int m = -1; m < w.micro_batches; ++m) b.push_back(filled(static_cast<float>(m + 2) / n));
+  cublasHandle_t blas = nullptr;
+  cublas_ok(cublasCreate(&blas), "cublasCreate");
+  void* stand_in_target = nullptr;
+  cuda_ok(cudaMalloc(&stand_in_target, 256), "cudaMalloc");
+
+  std::map<std::pair<op_type, int>, float*> c;  // the GEMM outputs, by type and layer
+  const auto gemm = [&](const sc::op_key& k, cudaStream_t s) {
+    const float one = 1.0f, zero = 0.0f;
+    cublas_ok(cublasSetStream(blas, s), "cublasSetStream");
+    cublas_ok(cublasSgemm(blas, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, a[static_cast<std::size_t>(k.at.layer + 1)], n,
+                          b[static_cast<std::size_t>(k.at.micro_batch + 1)], n, &zero, c.at({k.type, k.at.layer}), n),
+              "cublasSgemm");
+  };
+  const auto gemms = oc::on<op_type::qkv_fprop, op_type::qkv_dgrad, op_type::qkv_wgrad, op_type::proj_fprop,
+                            op_type::proj_dgrad, op_type::proj_wgrad, op_type::fc1_fprop, op_type::fc1_dgrad,
+                            op_type::fc1_wgrad, op_type::fc2_fprop, op_type::fc2_dgrad, op_type::fc2_wgrad,
+                            op_type::lm_head_fprop, op_type::lm_head_bprop>(gemm);
+  constexpr sc::op_type_set gemm_types = decltype(gemms)::types;
+  std::map<std::pair<op_type, int>, int> last_micro_batch;
+  for (const sc::op& o : p.ops)
+    if (o.kind == sc::op_kind::compute && gemm_types.contains(o.key.type)) {
+      const std::pair<op_type, int> slot{o.key.type, o.key.at.layer};
+      if (c.count(slot) == 0) c[slot] = filled(0.0f);
+      last_micro_batch[slot] = o.key.at.micro_batch;
+    }
+
+  oc::resources r;
+  // Every compute type a generated program can have is bound, so this compiles for any config
+  // whose schedule emits a subset; kernels_for rejects at compile time a schedule that has more.
+  r.kernels = oc::kernels_for<cfg::schedule>(
+      gemms,
+      oc::on<op_type::embedding_fprop, op_type::embedding_bprop, op_type::layernorm_fprop, op_type::layernorm_bprop,
+             op_type::attn_core_fprop, op_type::attn_core_bprop, op_type::tp_ring_reduce, op_type::router_fprop,
+             op_type::router_bprop, op_type::permute_fprop, op_type::permute_bprop, op_type::unpermute_fprop,
+             op_type::unpermute_bprop, op_type::experts_fprop, op_type::experts_dgrad, op_type::experts_wgrad,
+             op_type::shared_experts_fprop, op_type::shared_experts_dgrad, op_type::shared_experts_wgrad,
+             op_type::optimizer_step>([&](const sc::op_key&, cudaStream_t s) {
+        cuda_ok(cudaMemsetAsync(stand_in_target, 0, 256, s), "stand-in kernel");
+      }));
+  for (const sc::communicator& comm : p.comms) r.comms[comm.name] = solo;  // all of one rank
+  std::vector<void*> scratch;
+  r.buffers = [&](const sc::op& o) {
+    void* d = nullptr;
+    cuda_ok(cudaMalloc(&d, static_cast<std::size_t>(o.bytes)), "cudaMalloc");
+    scratch.push_back(d);
+    return oc::buffer{d, o.bytes, d, o.bytes, ncclUint8};  // in place: a one-rank all-gather is a copy
+  };
+
+  const auto correct = [&](const char* when) {
+    std::vector<float> host(elements);
+    for (const auto& [slot, out] : c) {
+      cuda_ok(cudaMemcpy(host.data(), out, elements * sizeof(float), cudaMemcpyDeviceToHost), "cudaMemcpy");
+      const float want = static_cast<float>((slot.second + 2) * (last_micro_batch.at(slot) + 2));
+      if (!std::all_of(host.begin(), host.end(), [&](float v) { return v == want; })) {
+        std::printf("generated step (%s): %s of layer %d is %g, want %g\n", when,
+                    std::string(sc::to_string(slot.first)).c_str(), slot.second, static_cast<double>(host[0]),
+                    static_cast<double>(want));
+        return false;
+      }
+    }
+    return true;
+  };
+  const auto clear = [&] {
+    for (const auto& [slot, out] : c) cuda_ok(cudaMemset(out, 0, elements * sizeof(float)), "cudaMemset");
+  };
+  bool ok = false;
+  {
+    oc::executor exec(p, std::move(r));
+    clear();
+    exec.run();
+    exec.wait();
+    const bool eager = correct("eager");
+    clear();
+    exec.capture();
+    exec.replay();
+    exec.replay();
+    exec.wait();
+    const bool replayed = correct("replayed");
+    std::printf("generated step: %zu ops, %zu GEMM outputs, numbers %s (eager) and %s (CUDA graph replay)\n",
+                p.ops.size(), c.size(), eager ? "correct" : "WRONG", replayed ? "correct" : "WRONG");
+    ok = eager && replayed;
+  }
+  for (void* d : scratch) cudaFree(d);
+  for (float* d : owned) cudaFree(d);
+  cudaFree(stand_in_target);
+  cublasDestroy(blas);
+  return ok;
+}
+
 }  // namespace
 
 int main() {
@@ -210,6 +356,14 @@ int main() {
   const sizes z{env_int("OVERLAP_HIDDEN", 2048), env_int("OVERLAP_LAYERS", 8), env_int("OVERLAP_ITERATIONS", 10),
                 env_int("OVERLAP_COMM_REPEAT", 1)};
   try {
+    ncclComm_t solo = nullptr;
+    const int first_device = 0;
+    cuda_ok(cudaSetDevice(first_device), "cudaSetDevice");
+    if (const ncclResult_t r = ncclCommInitAll(&solo, 1, &first_device); r != ncclSuccess)
+      throw std::runtime_error(std::string("ncclCommInitAll (one rank): ") + ncclGetErrorString(r));
+    const bool generated_ok = generated_step_correct(z, solo);
+    ncclCommDestroy(solo);
+
     std::vector<int> list(static_cast<std::size_t>(devices));
     for (int d = 0; d < devices; ++d) list[static_cast<std::size_t>(d)] = d;
     std::vector<ncclComm_t> comms(static_cast<std::size_t>(devices));
@@ -227,16 +381,18 @@ int main() {
     for (ncclComm_t c : comms) ncclCommDestroy(c);
 
     std::printf("%d GPU(s), hidden %d, %d layers: gradients %s (serialized) and %s (overlapped)\n", devices,
-                z.hidden, z.layers, serialized_ok ? "correct" : "WRONG", overlapped_ok ? "correct" : "WRONG");
+                z.hidden_size, z.num_layers, serialized_ok ? "correct" : "WRONG", overlapped_ok ? "correct" : "WRONG");
     std::printf("step: overlapped %.3f ms, serialized %.3f ms (compute alone %.3f ms, communication alone %.3f ms)\n",
                 overlapped_ms, serialized_ms, compute_ms, comm_ms);
     const double parts = compute_ms > comm_ms ? compute_ms : comm_ms;
     std::printf("{\"gpus\": %d, \"hidden\": %d, \"layers\": %d, \"comm_repeat\": %d, \"overlapped_ms\": %.4f, "
                 "\"serialized_ms\": %.4f, \"compute_ms\": %.4f, \"comm_ms\": %.4f, \"max_of_parts_ms\": %.4f, "
-                "\"overlapped_over_serialized\": %.4f, \"overlapped_over_max_of_parts\": %.4f, \"numerics_ok\": %s}\n",
-                devices, z.hidden, z.layers, z.comm_repeat, overlapped_ms, serialized_ms, compute_ms, comm_ms, parts,
-                overlapped_ms / serialized_ms, overlapped_ms / parts, serialized_ok && overlapped_ok ? "true" : "false");
-    return serialized_ok && overlapped_ok ? 0 : 1;
+                "\"overlapped_over_serialized\": %.4f, \"overlapped_over_max_of_parts\": %.4f, \"generated_step_ok\": %s, "
+                "\"numerics_ok\": %s}\n",
+                devices, z.hidden_size, z.num_layers, z.comm_repeat, overlapped_ms, serialized_ms, compute_ms, comm_ms, parts,
+                overlapped_ms / serialized_ms, overlapped_ms / parts, generated_ok ? "true" : "false",
+                generated_ok && serialized_ok && overlapped_ok ? "true" : "false");
+    return generated_ok && serialized_ok && overlapped_ok ? 0 : 1;
   } catch (const std::exception& ex) {
     std::printf("FAILED: %s\n", ex.what());
     return 1;
