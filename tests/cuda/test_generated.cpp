@@ -31,7 +31,7 @@ std::vector<std::string> expected_log(const sc::program& p) {
     const std::int64_t n = o.comm >= 0 ? static_cast<std::int64_t>(p.comms[static_cast<std::size_t>(o.comm)].ranks.size()) : 1;
     const auto count = [](std::int64_t bytes) { return " count " + std::to_string(bytes / 2); };
     switch (o.kind) {
-      case sc::op_kind::compute: log.push_back("kernel " + o.name + st(o.stream)); break;
+      case sc::op_kind::compute: log.push_back("kernel " + sc::display_name(o.key) + st(o.stream)); break;
       case sc::op_kind::record: log.push_back("record e" + std::to_string(200 + o.event) + st(o.stream)); break;
       case sc::op_kind::wait: log.push_back("wait" + st(o.stream) + " e" + std::to_string(200 + o.event)); break;
       case sc::op_kind::host_sync: break;
@@ -88,11 +88,12 @@ void check_short_buffer_rejected(const sc::program& p) {
   });
   REQUIRE(first != p.ops.end());
   const auto comms = comms_for(p);
-  auto r = supply(p, comms);
-  r.buffers[first->name].recv_bytes -= 2;
+  const auto r = edit_buffers(supply(p, comms), [&](const sc::op& o, buffer& b) {
+    if (o.key == first->key && o.kind == first->kind) b.recv_bytes -= 2;
+  });
   reset();
   const std::string index = std::to_string(first - p.ops.begin());
-  const std::string needle = "op " + index + " '" + first->name + "'";
+  const std::string needle = "op " + index + " '" + sc::display_name(*first) + "'";
   std::string message;
   try {
     executor exec(p, r);
