@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, builds with every compiler present (g++, clang++;
-# nvcc checks ride on the g++ build when nvcc exists) and runs each build's ctest.
+# nvcc checks ride on the g++ build when nvcc exists) and runs each build's ctest; then builds
+# the benches in Release with g++ and runs them.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/install-deps.sh"
@@ -18,4 +19,18 @@ for cxx in g++ clang++; do
   echo "== $cxx: ctest"
   ctest --test-dir "$build" -j "$jobs" --output-on-failure || status=1
 done
+
+# The benches as users build them: Release (-O3, NDEBUG). g++'s flow-based warnings (-Wrestrict,
+# -Wstringop-overflow) depend on how much gets inlined, and NDEBUG turns a variable that only an
+# assert reads into an unused-variable error; the Debug builds above see neither. g++ alone: it
+# is the reference compiler, and clang's warnings come almost all from its front end, which its
+# Debug build already ran. Only the two bench targets: the tests ran above, and this way the step
+# takes seconds on CI's two cores.
+release="$root/build/g++-release"
+echo "== g++ Release: configure and build the benches in $release"
+cmake -S "$root" -B "$release" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=g++ \
+      -DOVERLAP_NVCC_CHECKS=OFF -DOVERLAP_BUILD_EXAMPLES=OFF >/dev/null
+cmake --build "$release" -j "$jobs" --target bench_schedule_quality bench_sim_speed
+echo "== g++ Release: benches (each prints one JSON object)"
+ctest --test-dir "$release" -R '^bench\.(schedule_quality|sim_speed)$' -V || status=1
 exit $status
