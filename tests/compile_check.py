@@ -53,7 +53,7 @@ def main(argv):
         print(f"ok {path}: compiles cleanly")
         return 0
     with open(path, encoding="utf-8") as f:
-        expected = re.findall(r"^// EXPECT: \[([A-Za-z]+-[0-9]+[a-z]?)\]", f.read(), re.M)
+        expected = re.findall(r"^// EXPECT: \[([A-Za-z]+-(?:[0-9]+[a-z]?|[A-Z]+))\]", f.read(), re.M)
     if not expected:
         sys.exit(f"{path}: no '// EXPECT: [ID]' line")
 

@@ -28,12 +28,11 @@ using delayed = ov::config<ov::ep<8>, ov::dp<8>, ov::num_moe_experts<64>, ov::pr
 
 sc::workload moe_workload() {  // MoE layers with top-8 routing: 4 layers, 4 micro-batches
   sc::workload w;
-  w.layers = 4;
+  w.num_layers = 4;
   w.micro_batches = 4;
-  w.hidden = 4096;
-  w.experts = 128;
-  w.top_k = 8;
-  w.moe_ffn_hidden = 768;
+  w.hidden_size = 4096;
+  w.moe_router_topk = 8;
+  w.moe_ffn_hidden_size = 768;
   return w;
 }
 
@@ -69,15 +68,16 @@ TEST_CASE("with EP overlap, in the steady state, every all-to-all overlaps the o
   for (const auto& i : r.intervals) {
     const sc::op& o = step[0].ops[i.op];
     if (i.rank != 0 || o.kind != sc::op_kind::collective) continue;
-    const bool first_forward = o.name.find("_F_") != std::string::npos && o.name.ends_with("_mb0");
-    const bool last_backward = o.name.find("_B_") != std::string::npos && o.name.ends_with("_mb3");
+    const bool forward = o.key.type == sc::op_type::ep_dispatch || o.key.type == sc::op_type::ep_combine;
+    const bool first_forward = forward && o.key.at.micro_batch == 0;
+    const bool last_backward = !forward && o.key.at.micro_batch == 3;
     // The first all-to-all after the unpaired warm-up forward has no forward compute of its
     // pair left to hide under: the schedule is not in its steady state yet.
-    const bool entering = o.name == "combine_B_l3_mb0";
+    const bool entering = o.key == sc::op_key{.type = sc::op_type::ep_combine_bprop, .at = {.layer = 3, .micro_batch = 0}};
     if (first_forward || last_backward || entering) continue;
     double covered = 0;
     for (const auto& [s, e] : compute) covered += std::max(0.0, std::min(e, i.end_us) - std::max(s, i.start_us));
-    CAPTURE(o.name);
+    CAPTURE(sc::display_name(o));
     CHECK(covered == doctest::Approx(i.end_us - i.start_us).epsilon(0.01));
     ++paired;
   }

@@ -46,7 +46,7 @@ TEST_CASE("the 1F1B pipeline verifies and its bubble is (p - 1) / (m + p - 1)") 
   const auto check_depth = [&](const ov::settings& s, const ov::resolved_settings& r, int stages) {
     for (const int m : {1, 4, 8}) {
       sc::workload w;
-      w.layers = 8;
+      w.num_layers = 8;
       w.micro_batches = m;
       const auto step = sc::pipeline_parallel_step(s, r, w);
       const std::string problems = ov::verify::verify_report(step);
@@ -111,7 +111,7 @@ TEST_CASE("interleaved 1F1B verifies and its bubble is (p - 1) / (v m + p - 1)")
     const ov::resolved_settings r = ov::derive(s);
     for (const int m : {stages, 2 * stages, 4 * stages}) {
       sc::workload w;
-      w.layers = 2 * stages * chunks;
+      w.num_layers = 2 * stages * chunks;
       w.micro_batches = m;
       const auto step = sc::pipeline_parallel_step(s, r, w);
       CAPTURE(stages);
@@ -143,7 +143,7 @@ TEST_CASE("overlap_p2p_comm hides the pipeline transfers that batch_p2p_comm exp
   using overlapped = ov::config<ov::pp<4>, ov::vpp<2>>;
   using batched = ov::config<ov::pp<4>, ov::vpp<2>, ov::overlap_p2p_comm<false>, ov::batch_p2p_comm<true>>;
   sc::workload w;
-  w.layers = 16;
+  w.num_layers = 16;
   w.micro_batches = 8;
   const auto fast = sc::pipeline_parallel_step(overlapped::settings, overlapped::resolved, w);
   const auto slow = sc::pipeline_parallel_step(batched::settings, batched::resolved, w);

@@ -27,14 +27,15 @@ sim::machine toy() {
                       .comm_sms = 10};
 }
 
-sc::op gemm(int stream, std::string name, double flops = 1e9) {  // 10 us on the whole GPU
-  return sc::op{.kind = sc::op_kind::compute, .stream = stream, .name = std::move(name), .flops = flops};
+sc::op gemm(int stream, int layer, double flops = 1e9) {  // 10 us on the whole GPU
+  return sc::op{.kind = sc::op_kind::compute, .stream = stream,
+                .key = {.type = sc::op_type::fc1_fprop, .at = {.layer = layer}}, .flops = flops};
 }
-sc::op all_reduce(int stream, int comm, std::int64_t seq, std::string name,
+sc::op all_reduce(int stream, int comm, std::int64_t seq, int bucket,
                   std::int64_t bytes = 10'000) {  // 10 us between two ranks
-  return sc::op{.kind = sc::op_kind::collective, .stream = stream, .name = std::move(name),
-                .coll = sc::collective::all_reduce, .comm = comm, .seq = seq, .bytes = bytes,
-                .family = sc::family::dp};
+  return sc::op{.kind = sc::op_kind::collective, .stream = stream,
+                .key = {.type = sc::op_type::dp_grad_reduce, .at = {.bucket = bucket}},
+                .coll = sc::collective::all_reduce, .comm = comm, .seq = seq, .bytes = bytes};
 }
 
 sc::program two_rank_program(int rank, int streams, std::vector<sc::op> ops) {
@@ -60,8 +61,8 @@ TEST_CASE("a collective on its own stream overlaps compute; on the compute strea
   const sim::cost_model cost(toy());
   std::vector<sc::program> overlapped, serial;
   for (int rank = 0; rank < 2; ++rank) {
-    overlapped.push_back(two_rank_program(rank, 2, {gemm(0, "gemm"), all_reduce(1, 0, 0, "grads")}));
-    serial.push_back(two_rank_program(rank, 1, {gemm(0, "gemm"), all_reduce(0, 0, 0, "grads")}));
+    overlapped.push_back(two_rank_program(rank, 2, {gemm(0, 0), all_reduce(1, 0, 0, 0)}));
+    serial.push_back(two_rank_program(rank, 1, {gemm(0, 0), all_reduce(0, 0, 0, 0)}));
   }
   const sim::result o = sim::simulate(overlapped, cost);
   const sim::result s = sim::simulate(serial, cost);
@@ -83,11 +84,11 @@ TEST_CASE("one hardware queue blocks an independent collective behind an event w
   const sim::cost_model cost(toy());
   std::vector<sc::program> step;
   for (int rank = 0; rank < 2; ++rank)
-    step.push_back(two_rank_program(rank, 3, {gemm(0, "gemm"),
+    step.push_back(two_rank_program(rank, 3, {gemm(0, 0),
                                                sc::op{.kind = sc::op_kind::record, .stream = 0, .event = 0},
                                                sc::op{.kind = sc::op_kind::wait, .stream = 1, .event = 0},
-                                               all_reduce(1, 0, 0, "after_gemm"),
-                                               all_reduce(2, 1, 0, "independent")}));
+                                               all_reduce(1, 0, 0, 0),
+                                               all_reduce(2, 1, 0, 1)}));
   const sim::result many = sim::simulate(step, cost, {.cuda_device_max_connections = 8});
   const sim::result one = sim::simulate(step, cost, {.cuda_device_max_connections = 1});
   CHECK(interval_of(many, 0, 4).start_us == doctest::Approx(0.0));
@@ -98,8 +99,8 @@ TEST_CASE("one hardware queue blocks an independent collective behind an event w
 TEST_CASE("a collective transfers only when every member has launched it") {
   const sim::cost_model cost(toy());
   std::vector<sc::program> step{
-      two_rank_program(0, 2, {all_reduce(1, 0, 0, "grads")}),
-      two_rank_program(1, 2, {gemm(1, "late_gemm", 3e9), all_reduce(1, 0, 0, "grads")})};
+      two_rank_program(0, 2, {all_reduce(1, 0, 0, 0)}),
+      two_rank_program(1, 2, {gemm(1, 1, 3e9), all_reduce(1, 0, 0, 0)})};
   const sim::result r = sim::simulate(step, cost);
   REQUIRE_FALSE(r.deadlock);
   CHECK(interval_of(r, 0, 0).start_us == doctest::Approx(30.0));  // rank 1's GEMM: 30 us
@@ -113,8 +114,8 @@ TEST_CASE("the host pays the launch cost per op and stops at a host sync") {
   const sim::cost_model cost(m);
   std::vector<sc::program> step;
   for (int rank = 0; rank < 2; ++rank)
-    step.push_back(two_rank_program(rank, 1, {gemm(0, "a"), sc::op{.kind = sc::op_kind::host_sync},
-                                               gemm(0, "b")}));
+    step.push_back(two_rank_program(rank, 1, {gemm(0, 0), sc::op{.kind = sc::op_kind::host_sync},
+                                               gemm(0, 1)}));
   const sim::result r = sim::simulate(step, cost);
   CHECK(interval_of(r, 0, 0).start_us == doctest::Approx(2.0));   // issued after one launch
   CHECK(interval_of(r, 0, 2).start_us == doctest::Approx(14.0));  // sync at 12, then one launch
@@ -124,13 +125,13 @@ TEST_CASE("the host pays the launch cost per op and stops at a host sync") {
 TEST_CASE("collectives issued in opposite orders hang, and the wait-for graph says where") {
   const sim::cost_model cost(toy());
   std::vector<sc::program> step{
-      two_rank_program(0, 1, {all_reduce(0, 0, 0, "dp_first"), all_reduce(0, 1, 0, "dp2_second")}),
-      two_rank_program(1, 1, {all_reduce(0, 1, 0, "dp2_second"), all_reduce(0, 0, 0, "dp_first")})};
+      two_rank_program(0, 1, {all_reduce(0, 0, 0, 0), all_reduce(0, 1, 0, 1)}),
+      two_rank_program(1, 1, {all_reduce(0, 1, 0, 1), all_reduce(0, 0, 0, 0)})};
   const sim::result r = sim::simulate(step, cost);
   CHECK(r.deadlock);
-  CHECK(r.wait_for_graph.find("rank 0 op 0 (dp_first): launched; waits for the other members") !=
+  CHECK(r.wait_for_graph.find("rank 0 op 0 (dp_grad_reduce b0): launched; waits for the other members") !=
         std::string::npos);
-  CHECK(r.wait_for_graph.find("rank 1 op 1 (dp_first): waits for op 0 on its stream") !=
+  CHECK(r.wait_for_graph.find("rank 1 op 1 (dp_grad_reduce b0): waits for op 0 (dp_grad_reduce b1)") !=
         std::string::npos);
 }
 
@@ -138,7 +139,7 @@ TEST_CASE("links: across nodes the network's bandwidth applies") {
   const sim::cost_model cost(toy());
   std::vector<sc::program> step;
   for (const int rank : {0, 8}) {
-    sc::program p = two_rank_program(rank, 1, {all_reduce(0, 0, 0, "grads")});
+    sc::program p = two_rank_program(rank, 1, {all_reduce(0, 0, 0, 0)});
     p.comms = {{"dp", {0, 8}}};
     step.push_back(p);
   }

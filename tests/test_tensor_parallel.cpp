@@ -31,8 +31,9 @@ ov::sim::result one_gemm(Build build) {
     sc::program p;
     p.rank = rank;
     sc::detail::emitter e(p);
-    sc::detail::tp_builder b(e, e.add_stream(sc::stream_role::compute, 0), "tp", {0, 1, 2, 3}, rank, w);
-    build(b);
+    static const ov::ub::resolved_config slots{};
+    sc::detail::tp_builder b(e, e.add_stream(sc::stream_role::compute, 0), {"tp", {0, 1, 2, 3}}, rank, w, 2, slots);
+    build(b, e.buffer(sc::detail::activation(0, 0)));
     step.push_back(std::move(p));
   }
   INFO(ov::verify::verify_report(step));
@@ -49,7 +50,7 @@ double one_chunk_us() {
 
 TEST_CASE("TP overlap: every slot method verifies and shortens the step") {
   sc::workload w;
-  w.layers = 2;
+  w.num_layers = 2;
   w.micro_batches = 1;
   using off = ov::config<ov::tp<4>, ov::sequence_parallel<>>;
   using defaults = ov::config<ov::tp<4>, ov::sequence_parallel<>, ov::tp_comm_overlap<>>;
@@ -82,8 +83,12 @@ TEST_CASE("TP overlap: every slot method verifies and shortens the step") {
 
 TEST_CASE("ring exchange hides its tp - 1 chunk transfers under the GEMM chunks") {
   const ov::ub::slot ring = ov::ub::default_knobs(ov::ub::method::ring_exchange);
-  const auto rs = one_gemm([&](sc::detail::tp_builder& b) { b.gemm_reduce_scatter(ring, "fc2", 4e12); });
-  const auto ag = one_gemm([&](sc::detail::tp_builder& b) { b.all_gather_gemm(ring, "fc1", 4e12); });
+  const auto rs = one_gemm([&](sc::detail::tp_builder& b, int in) {
+    b.gemm_reduce_scatter(sc::op_type::fc2_fprop, ring, {.layer = 0, .micro_batch = 0}, in, 4e12);
+  });
+  const auto ag = one_gemm([&](sc::detail::tp_builder& b, int in) {
+    b.all_gather_gemm(sc::op_type::fc1_fprop, ring, {.layer = 0, .micro_batch = 0}, in, 4e12);
+  });
   for (const auto& r : {rs, ag}) {
     REQUIRE_FALSE(r.deadlock);
     CHECK(r.comm_us[tp_family] == doctest::Approx(3 * one_chunk_us()).epsilon(0.01));
@@ -93,16 +98,18 @@ TEST_CASE("ring exchange hides its tp - 1 chunk transfers under the GEMM chunks"
 
 TEST_CASE("the pipelined split exposes the reduce-scatter of its last split") {
   const ov::ub::slot pipeline = ov::ub::default_knobs(ov::ub::method::pipeline);  // 4 splits
-  const auto r = one_gemm([&](sc::detail::tp_builder& b) { b.gemm_reduce_scatter(pipeline, "fc2", 4e12); });
+  const auto r = one_gemm([&](sc::detail::tp_builder& b, int in) {
+    b.gemm_reduce_scatter(sc::op_type::fc2_fprop, pipeline, {.layer = 0, .micro_batch = 0}, in, 4e12);
+  });
   REQUIRE_FALSE(r.deadlock);
   CHECK(r.exposed_comm_us[tp_family] == doctest::Approx(r.comm_us[tp_family] / 4).epsilon(0.05));
 }
 
 TEST_CASE("without overlap the all-gather and reduce-scatter are fully exposed") {
   const ov::ub::slot none{};
-  const auto r = one_gemm([&](sc::detail::tp_builder& b) {
-    b.all_gather_gemm(none, "fc1", 4e12);
-    b.gemm_reduce_scatter(none, "fc2", 4e12);
+  const auto r = one_gemm([&](sc::detail::tp_builder& b, int in) {
+    const int fc1 = b.all_gather_gemm(sc::op_type::fc1_fprop, none, {.layer = 0, .micro_batch = 0}, in, 4e12);
+    b.gemm_reduce_scatter(sc::op_type::fc2_fprop, none, {.layer = 0, .micro_batch = 0}, fc1, 4e12);
   });
   CHECK(r.exposed_comm_us[tp_family] == doctest::Approx(r.comm_us[tp_family]));
 }

@@ -12,19 +12,19 @@ namespace ov = overlap::verify;
 
 namespace {
 
-sc::op compute(int stream, std::string name, std::vector<int> reads, std::vector<int> writes) {
-  return sc::op{.kind = sc::op_kind::compute, .stream = stream, .name = std::move(name),
-                .reads = std::move(reads), .writes = std::move(writes)};
+sc::op compute(int stream, sc::op_key key, std::vector<int> reads, std::vector<int> writes) {
+  return sc::op{.kind = sc::op_kind::compute, .stream = stream, .key = key, .reads = std::move(reads),
+                .writes = std::move(writes)};
 }
+sc::op_key layer_backward(int layer) { return {.type = sc::op_type::qkv_dgrad, .at = {.layer = layer}}; }
+const sc::op_key optimizer{.type = sc::op_type::optimizer_step};
 sc::op coll(int stream, int comm, std::int64_t seq, sc::collective c, std::vector<int> reads,
             std::vector<int> writes, std::int64_t bytes = 1 << 20) {
-  return sc::op{.kind = sc::op_kind::collective, .stream = stream, .name = "coll",
-                .coll = c, .comm = comm, .seq = seq, .bytes = bytes,
+  return sc::op{.kind = sc::op_kind::collective, .stream = stream, .coll = c, .comm = comm, .seq = seq, .bytes = bytes,
                 .reads = std::move(reads), .writes = std::move(writes)};
 }
 sc::op p2p(sc::op_kind kind, int stream, int comm, int peer, std::vector<int> buffers) {
-  sc::op o{.kind = kind, .stream = stream, .name = kind == sc::op_kind::send ? "send" : "recv",
-           .comm = comm, .peer = peer, .bytes = 4096};
+  sc::op o{.kind = kind, .stream = stream, .comm = comm, .peer = peer, .bytes = 4096};
   (kind == sc::op_kind::send ? o.reads : o.writes) = std::move(buffers);
   return o;
 }
@@ -45,15 +45,15 @@ std::vector<sc::program> dp_step() {
     p.streams = {{sc::stream_role::compute, 0}, {sc::stream_role::dp_comm, -1}};
     p.comms = {{"dp", {0, 1}}};
     p.num_events = 2;
-    p.num_buffers = 3;
-    p.ops = {compute(0, "layer1_bwd", {}, {0}),
+    p.buffers.resize(3);
+    p.ops = {compute(0, layer_backward(1), {}, {0}),
              record(0, 0),
              wait(1, 0),
              coll(1, 0, 0, sc::collective::reduce_scatter, {0}, {1}),
              record(1, 1),
-             compute(0, "layer0_bwd", {}, {2}),
+             compute(0, layer_backward(0), {}, {2}),
              wait(0, 1),
-             compute(0, "optimizer", {1, 2}, {})};
+             compute(0, optimizer, {1, 2}, {})};
     step.push_back(p);
   }
   return step;
@@ -90,7 +90,7 @@ TEST_CASE("fault: ranks issue a communicator's collectives in different orders")
 
 TEST_CASE("fault: a collective one rank never issues") {
   auto step = dp_step();
-  step[1].ops[3] = compute(1, "not_a_collective", {0}, {1});
+  step[1].ops[3] = compute(1, layer_backward(0), {0}, {1});
   const auto found = ov::verify(step);
   INFO(reasons(found, step));
   CHECK(mentions(found, 1, -1, "never issued"));
@@ -106,7 +106,7 @@ TEST_CASE("fault: an event wait before its record") {
 
 TEST_CASE("fault: a consumer that does not depend on its producer") {
   auto step = dp_step();
-  step[0].ops[6] = compute(0, "no_wait", {}, {});  // the optimizer no longer waits for the dp stream
+  step[0].ops[6] = compute(0, layer_backward(0), {}, {});  // the optimizer no longer waits for the dp stream
   const auto found = ov::verify(step);
   INFO(reasons(found, step));
   CHECK(mentions(found, 0, 7, "reads buffer 1 without depending on op 3"));
@@ -114,7 +114,7 @@ TEST_CASE("fault: a consumer that does not depend on its producer") {
 
 TEST_CASE("fault: a buffer reused before its readers are done") {
   auto step = dp_step();
-  step[0].ops[5] = compute(0, "layer0_bwd", {}, {0});  // overwrites the gradient being reduced
+  step[0].ops[5] = compute(0, layer_backward(0), {}, {0});  // overwrites the gradient being reduced
   const auto found = ov::verify(step);
   INFO(reasons(found, step));
   CHECK(mentions(found, 0, 5, "overwrites buffer 0 while op 3 may still read it"));
@@ -129,11 +129,11 @@ TEST_CASE("fault: collectives on two communicators issued in opposite orders han
     p.rank = rank;
     p.streams = {{sc::stream_role::compute, 0}};
     p.comms = {{"tp", {0, 1}}, {"ep", {0, 1}}};
-    p.num_buffers = 2;
+    p.buffers.resize(2);
     sc::op tp = coll(0, 0, 0, sc::collective::all_gather, {}, {0});
     sc::op ep = coll(0, 1, 0, sc::collective::all_to_all, {}, {1});
-    tp.name = "tp_all_gather";
-    ep.name = "ep_dispatch";
+    tp.key.type = sc::op_type::tp_all_gather;
+    ep.key.type = sc::op_type::ep_dispatch;
     p.ops = rank == 0 ? std::vector<sc::op>{tp, ep} : std::vector<sc::op>{ep, tp};
     step.push_back(p);
   }
@@ -154,7 +154,7 @@ TEST_CASE("fault: pipeline neighbours that both send first on one stream deadloc
     p.rank = rank;
     p.streams = {{sc::stream_role::pp_send, 0}};
     p.comms = {{"pp", {0, 1}}};
-    p.num_buffers = 2;
+    p.buffers.resize(2);
     p.ops = {p2p(sc::op_kind::send, 0, 0, 1 - rank, {0}), p2p(sc::op_kind::recv, 0, 0, 1 - rank, {1})};
     step.push_back(p);
   }
@@ -173,7 +173,7 @@ TEST_CASE("fault: a send without its recv, and mismatched sizes") {
     p.rank = rank;
     p.streams = {{sc::stream_role::pp_send, 0}};
     p.comms = {{"pp", {0, 1}}};
-    p.num_buffers = 1;
+    p.buffers.resize(1);
     if (rank == 0) p.ops = {p2p(sc::op_kind::send, 0, 0, 1, {0}), p2p(sc::op_kind::send, 0, 0, 1, {0})};
     else p.ops = {p2p(sc::op_kind::recv, 0, 0, 0, {0})};
     step.push_back(p);

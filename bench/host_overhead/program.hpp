@@ -15,7 +15,7 @@ namespace bench {
 inline overlap::schedule::program bench_program() {
   namespace ov = overlap;
   overlap::schedule::workload w;
-  w.layers = 8;
+  w.num_layers = 8;
   w.micro_batches = 4;
   using cfg = ov::config<ov::tp<4>, ov::sequence_parallel<>, ov::tp_comm_overlap<>, ov::dp<2>,
                          ov::overlap_grad_reduce<>, ov::overlap_param_gather<>, ov::distributed_optimizer<>>;

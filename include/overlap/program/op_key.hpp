@@ -175,9 +175,10 @@ struct op_key {
 };
 
 namespace detail {
+using coordinate = int location::*;
 struct key_field {
   std::string_view prefix;
-  int location::*member;
+  coordinate member;
 };
 /// The coordinates in display order, with the prefix each is written with.
 inline constexpr std::array<key_field, 5> key_fields{{{"l", &location::layer},

@@ -17,6 +17,7 @@
 /// embedding over several stages, its gradient is all-reduced between the first and last stage
 /// before the optimizer.
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -53,7 +54,7 @@ class dp_buckets {
     for (int part = 0; part < 2; ++part) {
       const bool active = groups[part]->ranks.size() > 1;
       if (active) comm_[part] = e.comm(groups[part]->name, groups[part]->ranks);
-      size_[part] = static_cast<int>(groups[part]->ranks.size());
+      size_[part] = std::max(1, static_cast<int>(groups[part]->ranks.size()));
       for (std::size_t c = 0; c < plan.chunks.size(); ++c) {
         std::vector<parameter_tensor> mine;
         for (const auto& t : plan.chunks[c])

@@ -152,6 +152,8 @@ class tp_builder {
     e_.collective(stream, key(type, at, slot), c, comm_, bytes, {in}, {out}, sms);
   }
 
+
+ public:
   /// All-gather `in`, then the GEMM `type` on the whole sequence; returns its output. `gathered`
   /// is where the all-gather writes (-1: the slot's own workspace).
   int all_gather_gemm(op_type type, const ub::slot& slot, location at, int in, double flops, int gathered = -1) {
@@ -238,6 +240,8 @@ class tp_builder {
     return out;
   }
 
+
+ private:
   /// The backward of a column-parallel GEMM (qkv, fc1) from `grad`, the gradient of its output,
   /// with `saved` its input: the wgrad slot all-gathers the saved input under the dgrad GEMM, the
   /// dgrad slot reduce-scatters the dgrad output under the wgrad GEMM (bulk). A dgrad slot that is

@@ -26,8 +26,8 @@ struct workload {
   int kv_channels = 0;            ///< head size; 0: hidden_size / num_attention_heads
   int vocab_size = 128256;
   bool share_embeddings_and_output_weights = false;
-  int moe_ffn_hidden_size = 0;    ///< one routed expert's gated MLP size
   int moe_router_topk = 0;        ///< experts per token (MoE models)
+  int moe_ffn_hidden_size = 0;    ///< one routed expert's gated MLP size
 
   constexpr std::int64_t tokens() const { return std::int64_t{seq_length} * micro_batch_size; }
   constexpr std::int64_t head_size() const {
