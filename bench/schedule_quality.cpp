@@ -62,22 +62,22 @@ void composed_record(const char* workload_name, const sc::workload& w, bool& fir
 int main() {
   bool first = true;
   std::printf("{\"records\":[");
-  sc::workload dense{.layers = 4, .micro_batches = 4, .hidden = 4096, .ffn_hidden = 14336};
-  records<ov::config<ov::tp<4>, ov::sequence_parallel<>, ov::tp_comm_overlap<>>>("dense_h4096_tp4", dense, first);
-  records<ov::config<ov::dp<8>, ov::distributed_optimizer<>>>("dense_h4096_dp8", dense, first);
-  sc::workload deep{.layers = 8, .micro_batches = 8, .hidden = 4096, .ffn_hidden = 14336};
+  sc::workload dense{.num_layers = 4, .micro_batches = 4, .hidden_size = 4096, .ffn_hidden_size = 14336};
+  records<ov::config<ov::tp<4>, ov::sequence_parallel<>, ov::tp_comm_overlap<>, ov::precision<ov::dtype::bf16>>>("dense_h4096_tp4", dense, first);
+  records<ov::config<ov::dp<8>, ov::distributed_optimizer<>, ov::precision<ov::dtype::bf16>>>("dense_h4096_dp8", dense, first);
+  sc::workload deep{.num_layers = 8, .micro_batches = 8, .hidden_size = 4096, .ffn_hidden_size = 14336};
   // Pipeline stages sit on different nodes (Megatron puts pp outermost); inside one NVLink node
   // a transfer costs less than the SMs that receives posted early hold.
-  records<ov::config<ov::pp<4>, ov::vpp<2>>>("dense_h4096_pp4_vpp2_m8_stage_per_node", deep, first, 1);
-  sc::workload moe{.layers = 4, .micro_batches = 4, .hidden = 4096, .experts = 64, .top_k = 8,
-                   .moe_ffn_hidden = 768};
+  records<ov::config<ov::pp<4>, ov::vpp<2>, ov::precision<ov::dtype::bf16>>>("dense_h4096_pp4_vpp2_m8_stage_per_node", deep, first, 1);
+  sc::workload moe{.num_layers = 4, .micro_batches = 4, .hidden_size = 4096, .moe_router_topk = 8,
+                   .moe_ffn_hidden_size = 768};
   records<ov::config<ov::ep<8>, ov::dp<8>, ov::num_moe_experts<64>, ov::precision<ov::dtype::bf16>,
                      ov::distributed_optimizer<>,
                      ov::moe_token_dispatcher_type<ov::dispatcher::alltoall>,
                      ov::overlap_moe_expert_parallel_comm<>, ov::delay_wgrad_compute<>>>(
       "moe_h4096_top8_ep8", moe, first);
-  sc::workload moe_pp{.layers = 8, .micro_batches = 8, .hidden = 4096, .ffn_hidden = 14336,
-                      .experts = 64, .top_k = 8, .moe_ffn_hidden = 768};
+  sc::workload moe_pp{.num_layers = 8, .micro_batches = 8, .hidden_size = 4096, .ffn_hidden_size = 14336,
+                      .moe_router_topk = 8, .moe_ffn_hidden_size = 768};
   composed_record<ov::config<ov::tp<2>, ov::sequence_parallel<>, ov::tp_comm_overlap<>, ov::pp<2>,
                              ov::vpp<2>, ov::dp<8>, ov::ep<8>, ov::etp<1>, ov::num_moe_experts<64>,
                              ov::distributed_optimizer<>, ov::precision<ov::dtype::bf16>,

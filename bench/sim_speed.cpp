@@ -15,7 +15,7 @@ int main() {
   std::printf("{\"records\":[");
   bool first = true;
   for (const int scale : {1, 2, 4, 8}) {
-    sc::workload w{.layers = 8 * scale, .micro_batches = 4 * scale};
+    sc::workload w{.num_layers = 8 * scale, .micro_batches = 4 * scale};
     ov::settings s;
     s.data_parallel_size = 8 * scale;
     s.overlap_grad_reduce = true;
@@ -27,7 +27,7 @@ int main() {
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     std::printf("%s{\"layers\":%d,\"micro_batches\":%d,\"ranks\":%zu,\"ops\":%zu,\"seconds\":%.6f,"
                 "\"ops_per_second\":%.0f,\"deadlock\":%s}",
-                first ? "" : ",", w.layers, w.micro_batches, step.size(), ops, seconds, ops / seconds,
+                first ? "" : ",", w.num_layers, w.micro_batches, step.size(), ops, seconds, ops / seconds,
                 r.deadlock ? "true" : "false");
     first = false;
   }

@@ -16,7 +16,7 @@ using llama_70b = ov::config<
 int main(int argc, char** argv) {
   // 20 of the model's 80 layers (one per pp x vpp chunk) keep the simulation small; sizes as the
   // model's.
-  overlap::schedule::workload w{.layers = 20, .micro_batches = 4, .seq_length = 8192, .hidden = 8192,
-                                .ffn_hidden = 28672, .heads = 64, .vocab = 128256};
+  overlap::schedule::workload w{.num_layers = 20, .micro_batches = 4, .seq_length = 8192, .hidden_size = 8192,
+                                .ffn_hidden_size = 28672, .num_attention_heads = 64, .vocab_size = 128256};
   show<llama_70b>("dense TP4 x PP4 (VPP5) x DP4, TP preset", w, "llama_70b", argc, argv);
 }

@@ -16,8 +16,8 @@ using qwen3_30b_a3b = ov::config<
 
 int main(int argc, char** argv) {
   // 4 of the model's 48 layers keep the simulation small; sizes as the model's.
-  overlap::schedule::workload w{.layers = 4, .micro_batches = 4, .seq_length = 4096, .hidden = 2048,
-                                .ffn_hidden = 6144, .heads = 32, .vocab = 151936, .experts = 128,
-                                .top_k = 8, .moe_ffn_hidden = 768};
+  overlap::schedule::workload w{.num_layers = 4, .micro_batches = 4, .seq_length = 4096, .hidden_size = 2048,
+                                .ffn_hidden_size = 6144, .num_attention_heads = 32, .num_query_groups = 4, .vocab_size = 151936,
+                                .moe_router_topk = 8, .moe_ffn_hidden_size = 768};
   show<qwen3_30b_a3b>("Qwen3-30B-A3B-like MoE, EP16", w, "qwen3_30b_a3b", argc, argv);
 }

@@ -15,7 +15,7 @@ static_assert(cfg::resolved.overlap_p2p_comm);             // PP-1: pp > 1 with 
 static_assert(*cfg::resolved.bucket_size == 134'217'728);  // DP-1: distributed optimizer, dp > 1
 
 int main(int argc, char** argv) {
-  overlap::schedule::workload w{.layers = 8, .micro_batches = 4, .experts = 128, .top_k = 8,
-                                .moe_ffn_hidden = 1536};
+  overlap::schedule::workload w{.num_layers = 8, .micro_batches = 4, .moe_router_topk = 8,
+                                .moe_ffn_hidden_size = 1536};
   show<cfg>("quick start", w, "quick_start", argc, argv);
 }

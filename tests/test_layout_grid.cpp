@@ -1,5 +1,6 @@
 // Every program the generators make for a grid of valid layouts and overlap settings (each family
-// alone and all of them composed) verifies and simulates to completion. Its own executable, built
+// alone and all of them composed) verifies, with buffers declared on every op, and simulates to
+// completion within the lower bound. Its own executable, built
 // optimized: it generates, verifies and simulates ~1,400 steps.
 #include <doctest/doctest.h>
 
@@ -15,8 +16,8 @@ namespace sc = overlap::schedule;
 
 TEST_CASE("generated programs of a grid of valid layouts verify and simulate to completion") {
   const ov::sim::cost_model h100(ov::sim::h100_node());
-  sc::workload w{.layers = 8, .micro_batches = 4, .seq_length = 1024, .hidden = 1024,
-                 .ffn_hidden = 3584, .experts = 16, .top_k = 2, .moe_ffn_hidden = 512};
+  sc::workload w{.num_layers = 8, .micro_batches = 4, .seq_length = 1024, .hidden_size = 1024,
+                 .ffn_hidden_size = 3584, .moe_router_topk = 2, .moe_ffn_hidden_size = 512};
   int valid = 0, plans = 0;
   for (const int tp : {1, 2, 4})
     for (const int pp : {1, 2, 4})
@@ -57,6 +58,14 @@ TEST_CASE("generated programs of a grid of valid layouts verify and simulate to 
                   CAPTURE(flags);
                   CAPTURE(static_cast<int>(plan.family));
                   REQUIRE(found.empty());
+                  // Data flow is checked for every family: every op that computes or moves data
+                  // says which buffers.
+                  for (const auto& p : *step)
+                    for (const auto& o : p.ops)
+                      if (o.kind == sc::op_kind::compute || sc::is_communication(o.kind)) {
+                        CAPTURE(sc::display_name(o));
+                        REQUIRE(!(o.reads.empty() && o.writes.empty()));
+                      }
                 }
                 CHECK_FALSE(plan.baseline.deadlock);
                 CHECK_FALSE(plan.overlap.deadlock);

@@ -60,6 +60,7 @@ class dp_buckets {
         for (const auto& t : plan.chunks[c])
           if (t.expert == (part == 1)) mine.push_back(t);
         for (const auto& t : mine) (active ? reduced_parameters_[part] : replicated_parameters_) += t.parameters;
+        if (!active) replicated_.insert(replicated_.end(), mine.begin(), mine.end());
         if (!active || mine.empty()) continue;
         const auto packed = pack_buckets(mine, r.bucket_size, r.num_buckets);
         for (std::size_t b = 0; b < packed.size(); ++b)
@@ -124,7 +125,9 @@ class dp_buckets {
       e_.collective(compute_, {.type = op_type::embedding_grad_all_reduce}, collective::all_reduce, embedding_comm_,
                     embedding_parameters_ * grad_bytes_, {grads}, {grads});
     }
-    std::vector<int> reduced, shards;
+    // The optimizer reads the reduced buckets and the replicated tensors' own gradients, and
+    // writes the bucket shards and the replicated tensors.
+    std::vector<int> reduced = tensor_buffers(replicated_, true), shards = tensor_buffers(replicated_, false);
     for (std::size_t b = 0; b < buckets_.size(); ++b) {
       reduced.push_back(e_.buffer(bucket_buffer(buffer_kind::reduced_gradients, buckets_[b])));
       shards.push_back(e_.buffer(bucket_buffer(buffer_kind::parameter_shard, buckets_[b])));
@@ -157,9 +160,10 @@ class dp_buckets {
     return {.kind = kind, .at = {.chunk = k.chunk, .bucket = k.index}, .expert = k.part == 1};
   }
   /// The parameters (or gradients) of the bucket's tensors, one buffer per holder.
-  std::vector<int> tensors(const bucket_state& k, bool grads) {
+  std::vector<int> tensors(const bucket_state& k, bool grads) { return tensor_buffers(k.packed.tensors, grads); }
+  std::vector<int> tensor_buffers(const std::vector<parameter_tensor>& list, bool grads) {
     std::vector<int> out;
-    for (const auto& t : k.packed.tensors) {
+    for (const auto& t : list) {
       const op_type of = t.layer < 0 ? t.of : op_type::none;
       const int b = e_.buffer(grads ? gradients(of, t.layer, t.expert) : parameters(of, t.layer, t.expert));
       if (out.empty() || out.back() != b) out.push_back(b);
@@ -194,6 +198,7 @@ class dp_buckets {
   int embedding_comm_ = -1;
   std::int64_t reduced_parameters_[2] = {0, 0}, replicated_parameters_ = 0;
   std::vector<bucket_state> buckets_;
+  std::vector<parameter_tensor> replicated_;  ///< tensors no group reduces
   int dp_stream_ = -1;
 };
 

@@ -167,7 +167,7 @@ class rank_builder {
     tp_.emplace(e_, compute_, L.tensor_parallel(at_), at_.tp, w_, k_.element_bytes, r_.tp_comm_overlap_cfg,
                 selective_recompute{k_.recompute.core_attention, k_.recompute.mlp});
     if (k_.moe) moe_.emplace(e_, compute_, L.expert_parallel(at_), w_, L.tp(), k_.element_bytes, k_.experts);
-    if (k_.dp) dp_.emplace(e_, compute_, dp_plan_of(), s_, r_, k_.micro_batches, k_.element_bytes);
+    dp_.emplace(e_, compute_, dp_plan_of(), s_, r_, k_.micro_batches, k_.element_bytes);
     std::optional<pp_stage> pipe;
     const int extra = k_.combined ? 1 : 0;
     if (pp > 1)
@@ -210,7 +210,8 @@ class rank_builder {
   dp_plan dp_plan_of() const {
     const layout& L = k_.ranks;
     const int tp = L.tp(), ep = L.ep();
-    dp_plan plan{{}, L.data_parallel(at_), k_.moe && ep > 1 ? L.expert_data_parallel(at_) : group{}};
+    // Without the DP family every parameter is replicated: the optimizer updates them all here.
+    dp_plan plan{{}, k_.dp ? L.data_parallel(at_) : group{}, k_.dp && k_.moe && ep > 1 ? L.expert_data_parallel(at_) : group{}};
     for (int c = 0; c < k_.chunks; ++c) {
       auto& t = plan.chunks.emplace_back();
       if (embeds(c)) t.push_back({op_type::embedding_fprop, 0, -1, w_.embedding_parameters() / tp});
@@ -238,7 +239,7 @@ class rank_builder {
           t.push_back({op_type::lm_head_fprop, head_holder(c), -1, w_.embedding_parameters() / tp});
       }
     }
-    if (share_embedding() && L.pp() > 1 && (embeds(0) || heads(k_.chunks - 1))) {
+    if (k_.dp && share_embedding() && L.pp() > 1 && (embeds(0) || heads(k_.chunks - 1))) {
       plan.embedding = L.embedding(at_);
       plan.embedding_parameters = w_.embedding_parameters() / tp;
       plan.embedding_of = embeds(0) ? op_type::embedding_fprop : op_type::lm_head_fprop;
