@@ -1,75 +1,300 @@
 #pragma once
 /// @file
 /// A cost model with measured per-op times, read from JSON, for the ops a user has timed; every
-/// other op keeps the analytic estimate. The document names ops as the generators do:
+/// other op keeps the analytic estimate. Entries are key patterns (program/op_key.hpp), so one
+/// entry can time every op of a type and a more specific one can override it where it differs:
 ///
-///     {"compute_us": {"fwd_l0_mb0": 812.5, "bwd_l0_mb0": 1640.0},
-///      "comm_us":    {"grad_reduce_b0": 3120.0}}
+///     {"compute_us": {"fc1_fprop": 812.5, "fc1_fprop l3": 900, "* l0": 150},
+///      "comm_us":    {"dp_grad_reduce": 3120, "tp_all_gather qkv_fprop mb*": 41}}
+///
+/// An op takes the time of the most specific pattern that matches its key (`specificity()`: the
+/// number of parts the pattern fixes). JSON objects carry no reliable order (nlohmann::json sorts
+/// keys), so ties cannot be broken by position: two entries of equal specificity that could match
+/// one op are rejected at load, unless a more specific entry covers every op they share (above,
+/// "* l0" and "fc1_fprop" would both match "fc1_fprop l0" at specificity 1: add "fc1_fprop l0").
+/// The display name of an op (`display_name`) is a pattern that matches it, so a table written
+/// from display names times each op by its own entry.
 ///
 /// A measured compute time is for the whole GPU; on fewer SMs it stretches as the analytic one
-/// does. Needs nlohmann/json (Debian: nlohmann-json3-dev), which is why it is not in the umbrella.
+/// does. A measured communication time is taken as is, whatever the group size or placement.
+/// Compute types belong under "compute_us", communication types under "comm_us"; "*" types match
+/// only the ops of their own section, and `none` matches the untyped ops of hand-written programs.
+///
+/// A pattern written twice keeps its last time (a JSON object holds one value per key); the
+/// same pattern spelled two ways ("fc1_fprop l3", "fc1_fprop l3 mb*") is a tie.
+///
+/// Every bad entry is reported at once, with its JSON path, in one std::invalid_argument. Needs
+/// nlohmann/json (Debian: nlohmann-json3-dev), which is why it is not in the umbrella.
 
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstddef>
 #include <fstream>
-#include <map>
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include <overlap/program/op_key.hpp>
 #include <overlap/sim/cost_model.hpp>
 
 namespace overlap::sim {
 
+namespace detail {
+
+/// Whether `f` holds for each pair of corresponding parts of `a` and `b`.
+template <class F>
+bool all_parts(const schedule::key_pattern& a, const schedule::key_pattern& b, F f) {
+  for (std::size_t i = 0; i < a.at.size(); ++i)
+    if (!f(a.at[i], b.at[i])) return false;
+  return f(a.type, b.type) && f(a.slot, b.slot) && f(a.expert, b.expert) && f(a.recompute, b.recompute);
+}
+
+/// Some key matches both.
+inline bool overlap(const schedule::key_pattern& a, const schedule::key_pattern& b) {
+  return all_parts(a, b, [](const auto& x, const auto& y) { return !x || !y || *x == *y; });
+}
+
+/// Every key `narrow` matches, `wide` matches too.
+inline bool covers(const schedule::key_pattern& wide, const schedule::key_pattern& narrow) {
+  return all_parts(wide, narrow, [](const auto& x, const auto& y) { return !x || x == y; });
+}
+
+inline bool same(const schedule::key_pattern& a, const schedule::key_pattern& b) {
+  return all_parts(a, b, [](const auto& x, const auto& y) { return x == y; });
+}
+
+/// The keys both match (for overlapping patterns).
+inline schedule::key_pattern intersection(const schedule::key_pattern& a, const schedule::key_pattern& b) {
+  schedule::key_pattern p = a;
+  for (std::size_t i = 0; i < p.at.size(); ++i)
+    if (!p.at[i]) p.at[i] = b.at[i];
+  if (!p.type) p.type = b.type;
+  if (!p.slot) p.slot = b.slot;
+  if (!p.expert) p.expert = b.expert;
+  if (!p.recompute) p.recompute = b.recompute;
+  return p;
+}
+
+/// The pattern as `parse_key_pattern` reads it back.
+inline std::string pattern_text(const schedule::key_pattern& p) {
+  std::string text = p.type ? std::string(schedule::to_string(*p.type)) : "*";
+  if (p.slot) (text += ' ') += schedule::to_string(*p.slot);
+  for (std::size_t i = 0; i < p.at.size(); ++i)
+    if (p.at[i]) ((text += ' ') += schedule::detail::key_fields[i].prefix) += std::to_string(*p.at[i]);
+  if (p.expert) text += " expert";
+  if (p.recompute) text += " recompute";
+  return text;
+}
+
+/// `"fc1_fprop l3"`; the replacement character stands in for invalid UTF-8, which a document
+/// built in code (not parsed) may hold.
+inline std::string quoted(const std::string& text) {
+  return nlohmann::json(text).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+/// `compute_us["fc1_fprop l3"]`.
+inline std::string entry_path(const std::string& section, const std::string& pattern) {
+  return section + "[" + quoted(pattern) + "]";
+}
+
+/// "an array", "a string", "null", ...
+inline std::string a_value(const nlohmann::json& v) {
+  const std::string type = v.type_name();
+  if (v.is_null()) return type;
+  return (type.front() == 'a' || type.front() == 'o' ? "an " : "a ") + type;
+}
+
+/// What is wrong with an entry's op types for its section, if anything.
+inline std::optional<std::string> type_problem(const schedule::key_pattern& p, bool comm_section) {
+  using schedule::op_kind;
+  if (p.slot && *p.slot != schedule::op_type::none && schedule::kind_of(*p.slot) != op_kind::compute)
+    return "the slot " + std::string(schedule::to_string(*p.slot)) +
+           " is not a compute op type; a slot names the GEMM a TP op serves";
+  if (!p.type || *p.type == schedule::op_type::none) return std::nullopt;
+  const std::string name(schedule::to_string(*p.type));
+  const op_kind kind = schedule::kind_of(*p.type);
+  if (kind != op_kind::compute && !schedule::is_communication(kind))
+    return name + " ops take no time of their own; remove the entry";
+  if (comm_section && kind == op_kind::compute)
+    return name + " is a compute op type; move the entry to compute_us";
+  if (!comm_section && kind != op_kind::compute)
+    return name + " is a communication op type; move the entry to comm_us";
+  return std::nullopt;
+}
+
+struct measured_entry {
+  schedule::key_pattern pattern;
+  double us = 0;
+  std::string path;  ///< for messages
+};
+
+/// Appends to `problems` each pair of entries that would tie on some op: equally specific,
+/// overlapping, and no more specific entry covering every op they share.
+inline void add_ties(const std::vector<measured_entry>& entries, std::vector<std::string>& problems) {
+  for (std::size_t i = 0; i < entries.size(); ++i)
+    for (std::size_t j = i + 1; j < entries.size(); ++j) {
+      const auto& a = entries[i];
+      const auto& b = entries[j];
+      const int s = a.pattern.specificity();
+      if (b.pattern.specificity() != s || !overlap(a.pattern, b.pattern)) continue;
+      if (same(a.pattern, b.pattern)) {
+        problems.push_back(a.path + " and " + b.path + ": the same pattern; keep one");
+        continue;
+      }
+      const auto shared = intersection(a.pattern, b.pattern);
+      const bool covered = std::any_of(entries.begin(), entries.end(), [&](const measured_entry& c) {
+        return c.pattern.specificity() > s && covers(c.pattern, shared);
+      });
+      if (!covered)
+        problems.push_back(a.path + " and " + b.path + ": both match " + quoted(pattern_text(shared)) +
+                           " equally specifically; add an entry for " + quoted(pattern_text(shared)));
+    }
+}
+
+/// One section's entries, grouped by the op type they can match and most specific first, so
+/// that a lookup takes the first match (ties were rejected, so it is the only best one).
+class measured_table {
+ public:
+  measured_table() = default;
+  explicit measured_table(const std::vector<measured_entry>& entries) : size_(entries.size()) {
+    for (std::size_t t = 0; t < schedule::op_type_count; ++t) {
+      auto& bucket = by_type_[t];
+      for (const auto& e : entries)
+        if (!e.pattern.type || static_cast<std::size_t>(*e.pattern.type) == t) bucket.push_back({e.pattern, e.us});
+      std::stable_sort(bucket.begin(), bucket.end(), [](const timed& a, const timed& b) {
+        return a.pattern.specificity() > b.pattern.specificity();
+      });
+    }
+  }
+
+  std::optional<double> find(const schedule::op_key& k) const {
+    if (!schedule::is_valid(k.type)) return std::nullopt;
+    for (const auto& e : by_type_[static_cast<std::size_t>(k.type)])
+      if (e.pattern.matches(k)) return e.us;
+    return std::nullopt;
+  }
+
+  std::size_t size() const { return size_; }
+
+ private:
+  struct timed {
+    schedule::key_pattern pattern;
+    double us;
+  };
+  std::size_t size_ = 0;
+  std::array<std::vector<timed>, schedule::op_type_count> by_type_{};
+};
+
+}  // namespace detail
+
 class measured_cost_model : public cost_model {
  public:
-  /// Throws std::invalid_argument naming the first entry that is not a non-negative number.
-  measured_cost_model(sim::machine m, const nlohmann::json& doc) : cost_model(std::move(m)) {
-    if (!doc.is_object()) throw std::invalid_argument("measured costs: the document must be a JSON object");
-    for (const auto& [key, value] : doc.items()) {
-      if (key != "compute_us" && key != "comm_us")
-        throw std::invalid_argument("measured costs: unknown key \"" + key +
-                                    "\" (expected \"compute_us\" and \"comm_us\")");
-      if (!value.is_object())
-        throw std::invalid_argument("measured costs: \"" + key + "\" must map op names to microseconds");
-      auto& table = key == "compute_us" ? compute_ : comm_;
-      for (const auto& [name, us] : value.items()) {
-        if (!us.is_number() || us.get<double>() < 0)
-          throw std::invalid_argument("measured costs: " + key + "[\"" + name +
-                                      "\"] must be a non-negative number of microseconds");
-        table[name] = us.get<double>();
-      }
-    }
-  }
+  /// Throws std::invalid_argument listing every bad entry: a section that is not an object, an
+  /// unknown top-level key, a pattern that does not parse, an op type in the wrong section, a
+  /// time that is not a finite non-negative number, and equally specific entries that tie.
+  measured_cost_model(sim::machine m, const nlohmann::json& doc)
+      : measured_cost_model(std::move(m), doc, "measured costs") {}
 
-  /// Reads the document from a file; throws std::runtime_error when it cannot be read or parsed.
+  /// Reads the document from a file. Throws std::runtime_error when it cannot be read or is not
+  /// JSON, and std::invalid_argument for bad entries as the constructor does; a number beyond
+  /// the range of a double stops the read, so it is the only entry reported.
   static measured_cost_model from_file(sim::machine m, const std::string& path) {
+    const std::string source = "measured costs in " + path;
     std::ifstream in(path);
-    if (!in) throw std::runtime_error("measured costs: cannot open " + path);
+    if (!in) throw std::runtime_error(source + ": cannot open the file");
+    // The keys down to the value being read: nlohmann reports an overflowing number without
+    // saying where it is.
+    std::vector<std::string> keys;
+    const auto track = [&keys](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+      if (event == nlohmann::json::parse_event_t::key) {
+        keys.resize(static_cast<std::size_t>(depth - 1));
+        keys.push_back(parsed.get<std::string>());
+      }
+      return true;
+    };
     nlohmann::json doc;
     try {
-      doc = nlohmann::json::parse(in);
-    } catch (const nlohmann::json::parse_error& e) {
-      throw std::runtime_error("measured costs: " + path + ": " + e.what());
+      doc = nlohmann::json::parse(in, track);
+    } catch (const nlohmann::json::out_of_range&) {
+      std::string where = keys.empty() ? "the document" : keys.front();
+      if (keys.size() > 1) where = detail::entry_path(where, keys[1]);
+      throw std::invalid_argument(source + ": 1 problem:\n  " + where +
+                                  ": a number too large for a double; give finite microseconds");
+    } catch (const nlohmann::json::exception& e) {
+      throw std::runtime_error(source + ": not JSON: " + e.what());
     }
-    return measured_cost_model(std::move(m), doc);
+    return measured_cost_model(std::move(m), doc, source);
   }
 
-  /// How many ops have a measured time.
+  /// How many entries the document has.
   std::size_t measured() const { return compute_.size() + comm_.size(); }
 
   double compute_us(const schedule::op& o, int sms) const override {
-    const auto it = compute_.find(o.name);
-    if (it == compute_.end()) return cost_model::compute_us(o, sms);
-    return it->second * machine().sms / sms;
+    const auto us = compute_.find(o.key);
+    return us ? *us * machine().sms / sms : cost_model::compute_us(o, sms);
   }
 
   double comm_us(const schedule::op& o, int ranks, bool crosses_nodes) const override {
-    const auto it = comm_.find(o.name);
-    return it == comm_.end() ? cost_model::comm_us(o, ranks, crosses_nodes) : it->second;
+    const auto us = comm_.find(o.key);
+    return us ? *us : cost_model::comm_us(o, ranks, crosses_nodes);
   }
 
  private:
-  std::map<std::string, double> compute_, comm_;
+  measured_cost_model(sim::machine m, const nlohmann::json& doc, const std::string& source)
+      : cost_model(std::move(m)) {
+    if (!doc.is_object())
+      throw std::invalid_argument(source + ": the document is " + detail::a_value(doc) +
+                                  ", not an object; write {\"compute_us\": {...}, \"comm_us\": {...}}");
+    std::vector<std::string> problems;
+    std::vector<detail::measured_entry> compute, comm;
+    for (const auto& [section, entries] : doc.items()) {
+      if (section != "compute_us" && section != "comm_us") {
+        problems.push_back(detail::quoted(section) + ": unknown key; the sections are \"compute_us\" and \"comm_us\"");
+        continue;
+      }
+      if (!entries.is_object()) {
+        problems.push_back(section + ": " + detail::a_value(entries) +
+                           ", not an object; map key patterns to microseconds");
+        continue;
+      }
+      const bool comm_section = section == "comm_us";
+      auto& table = comm_section ? comm : compute;
+      for (const auto& [text, us] : entries.items()) {
+        const std::string path = detail::entry_path(section, text);
+        const std::size_t before = problems.size();
+        std::string why;
+        const auto pattern = schedule::parse_key_pattern(text, why);
+        // parse_key_pattern quotes the pattern first; the path already names it.
+        const std::string quoted = "\"" + text + "\": ";
+        if (!pattern) problems.push_back(path + ": " + (why.starts_with(quoted) ? why.substr(quoted.size()) : why));
+        else if (const auto problem = detail::type_problem(*pattern, comm_section))
+          problems.push_back(path + ": " + *problem);
+        if (!us.is_number())
+          problems.push_back(path + ": " + detail::a_value(us) + ", not a number; give microseconds");
+        else if (!std::isfinite(us.get<double>()))
+          problems.push_back(path + ": not finite; give finite microseconds");
+        else if (us.get<double>() < 0)
+          problems.push_back(path + ": " + us.dump() + " is negative; give microseconds >= 0");
+        if (problems.size() == before) table.push_back({*pattern, us.get<double>(), path});
+      }
+    }
+    detail::add_ties(compute, problems);
+    detail::add_ties(comm, problems);
+    if (!problems.empty()) {
+      std::string message = source + ": " + std::to_string(problems.size()) +
+                            (problems.size() == 1 ? " problem:" : " problems:");
+      for (const auto& p : problems) (message += "\n  ") += p;
+      throw std::invalid_argument(message);
+    }
+    compute_ = detail::measured_table(compute);
+    comm_ = detail::measured_table(comm);
+  }
+
+  detail::measured_table compute_, comm_;
 };
 
 }  // namespace overlap::sim
