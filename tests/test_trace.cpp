@@ -353,18 +353,24 @@ class xml_reader {
 
 // ---- The step: two ranks, three streams each, all op kinds that a trace must name. ----
 
+// Typed ops are named by their keys; arbitrary text reaches a trace only through communicator
+// names, which the label of an untyped collective or send carries. The tricky names are those.
 const std::string json_tricky = "ag \"x\" \\ y";            // JSON must escape both
 const std::string xml_tricky = "mlp<fc1> & \"gelu\"";       // XML must escape all three
 const std::string control = std::string("ctl") + '\x01' + "char";  // neither may carry it raw
 
-sc::op compute(int stream, std::string name, double flops = 0) {
-  return sc::op{.kind = sc::op_kind::compute, .stream = stream, .name = std::move(name),
-                .flops = flops};
+// The labels of the untyped ops below: rank 0's untyped all-gather on the communicator `json_tricky`,
+// rank 1's untyped send on the communicator named `xml_tricky` and `control`.
+const std::string gather_label = "all_gather " + json_tricky;
+const std::string send_label = "send " + xml_tricky + " " + control;
+
+sc::op compute(int stream, sc::op_type type, sc::location at, double flops = 0) {
+  return sc::op{.kind = sc::op_kind::compute, .stream = stream,
+                .key = {.type = type, .at = at}, .flops = flops};
 }
-sc::op coll(int stream, std::string name, sc::collective c, int comm, sc::family f,
-            std::int64_t bytes) {
-  return sc::op{.kind = sc::op_kind::collective, .stream = stream, .name = std::move(name),
-                .coll = c, .comm = comm, .seq = 0, .bytes = bytes, .family = f};
+sc::op coll(int stream, sc::op_key key, sc::collective c, int comm, std::int64_t bytes) {
+  return sc::op{.kind = sc::op_kind::collective, .stream = stream, .key = key, .coll = c,
+                .comm = comm, .seq = 0, .bytes = bytes};
 }
 
 std::vector<sc::program> programs() {
@@ -372,32 +378,38 @@ std::vector<sc::program> programs() {
   r0.rank = 0;
   r0.streams = {{sc::stream_role::compute, 0}, {sc::stream_role::tp_comm, -1},
                 {sc::stream_role::dp_comm, -1}};
-  r0.comms = {{"tp", {0, 1}}, {"dp", {0, 1}}};
+  r0.comms = {{json_tricky, {0, 1}}, {"dp", {0, 1}}};
   r0.num_events = 1;
-  r0.ops = {compute(0, "attn_fwd", 1e9),
+  r0.ops = {compute(0, sc::op_type::attn_core_fprop, {.layer = 0}, 1e9),
             sc::op{.kind = sc::op_kind::record, .stream = 0, .event = 0},
             sc::op{.kind = sc::op_kind::wait, .stream = 1, .event = 0},
-            coll(1, json_tricky, sc::collective::all_gather, 0, sc::family::tp, 1 << 20),
-            sc::op{.kind = sc::op_kind::compute, .stream = 0, .name = xml_tricky,
+            coll(1, {}, sc::collective::all_gather, 0, 1 << 20),
+            sc::op{.kind = sc::op_kind::compute, .stream = 0,
+                   .key = {.type = sc::op_type::fc1_fprop, .at = {.layer = 0}},
                    .memory_bytes = 4096},
-            coll(2, "", sc::collective::reduce_scatter, 1, sc::family::dp, 2048)};
+            coll(2, {.type = sc::op_type::dp_grad_reduce, .at = {.chunk = 0, .bucket = 0}},
+                 sc::collective::reduce_scatter, 1, 2048)};
 
   sc::program r1;
   r1.rank = 1;
   r1.streams = {{sc::stream_role::compute, 0}, {sc::stream_role::tp_comm, -1},
                 {sc::stream_role::tp_comm, -1}};
-  r1.comms = {{"tp", {0, 1}}};
-  r1.ops = {compute(0, "attn_fwd", 1e9),
-            coll(1, "ag_chunk0", sc::collective::all_gather, 0, sc::family::tp, 4096),
-            coll(2, "ag_chunk1", sc::collective::all_gather, 0, sc::family::tp, 4096),
-            compute(0, control),
-            sc::op{.kind = sc::op_kind::send, .stream = 1, .comm = 0, .peer = 0, .bytes = 64}};
+  r1.comms = {{"tp", {0, 1}}, {xml_tricky + " " + control, {0, 1}}};
+  const auto ag_chunk = [](int split) {
+    return sc::op_key{.type = sc::op_type::tp_all_gather, .slot = sc::op_type::qkv_fprop,
+                      .at = {.layer = 0, .split = split}};
+  };
+  r1.ops = {compute(0, sc::op_type::attn_core_fprop, {.layer = 0}, 1e9),
+            coll(1, ag_chunk(0), sc::collective::all_gather, 0, 4096),
+            coll(2, ag_chunk(1), sc::collective::all_gather, 0, 4096),
+            compute(0, sc::op_type::qkv_fprop, {.layer = 0}),
+            sc::op{.kind = sc::op_kind::send, .stream = 1, .comm = 1, .peer = 0, .bytes = 64}};
   return {r0, r1};
 }
 
 /// 9 intervals that take time, 2 of zero length (the record and the wait). Rank 1's first two
-/// ops meet at 0.1 + 0.2, which is not 0.3 in binary floating point; ag_chunk1 ends a fraction
-/// of a nanosecond after 30 us, and the send lasts 6 us and 4 ns.
+/// ops meet at 0.1 + 0.2, which is not 0.3 in binary floating point; the second all-gather chunk
+/// ends a fraction of a nanosecond after 30 us, and the send lasts 6 us and 4 ns.
 sim::result result() {
   sim::result r;
   r.step_time_us = 40;
@@ -505,11 +517,15 @@ TEST_CASE("chrome trace is strict JSON with one complete event per op that took 
     std::string cat;
   };
   const std::vector<expected> want{
-      {"attn_fwd", 0, 0, 0, 10, "compute"},        {json_tricky, 0, 1, 10, 15, "tp"},
-      {xml_tricky, 0, 0, 10, 12.5, "compute"},     {"reduce_scatter dp", 0, 2, 25, 15, "dp"},
-      {"attn_fwd", 1, 0, 0.1, 0.2, "compute"},     {control, 1, 0, 0.3, 11.7, "compute"},
-      {"ag_chunk0", 1, 1, 12, 8, "tp"},            {"ag_chunk1", 1, 2, 12, 18, "tp"},
-      {"send tp", 1, 1, 30, 6.004, "none"}};
+      {"attn_core_fprop l0", 0, 0, 0, 10, "compute"},
+      {gather_label, 0, 1, 10, 15, "none"},  // untyped communication: family none
+      {"fc1_fprop l0", 0, 0, 10, 12.5, "compute"},
+      {"dp_grad_reduce c0 b0", 0, 2, 25, 15, "dp"},
+      {"attn_core_fprop l0", 1, 0, 0.1, 0.2, "compute"},
+      {"qkv_fprop l0", 1, 0, 0.3, 11.7, "compute"},
+      {"tp_all_gather qkv_fprop l0 s0", 1, 1, 12, 8, "tp"},
+      {"tp_all_gather qkv_fprop l0 s1", 1, 2, 12, 18, "tp"},
+      {send_label, 1, 1, 30, 6.004, "none"}};
   for (std::size_t i = 0; i < want.size(); ++i) {
     CAPTURE(i);
     const json& e = *complete[i];
@@ -560,27 +576,38 @@ TEST_CASE("chrome trace escapes names and carries op details in args") {
   std::ostringstream os;
   tr::write_chrome_trace(os, programs(), result());
   const std::string text = os.str();
-  CHECK(text.find(R"("ag \"x\" \\ y")") != std::string::npos);
-  CHECK(text.find(R"("ctl\u0001char")") != std::string::npos);
+  // The label and the communicator's name, each escaped.
+  CHECK(text.find(R"("all_gather ag \"x\" \\ y")") != std::string::npos);
+  CHECK(text.find(R"("comm":"ag \"x\" \\ y")") != std::string::npos);
+  CHECK(text.find(R"("send mlp<fc1> & \"gelu\" ctl\u0001char")") != std::string::npos);
+  CHECK(text.find(R"("comm":"mlp<fc1> & \"gelu\" ctl\u0001char")") != std::string::npos);
+  CHECK(text.find('\x01') == std::string::npos);
 
   const json trace = json_reader::parse(text);
-  const json& attn = event_named(trace, "attn_fwd", 0)["args"];
+  const json& attn = event_named(trace, "attn_core_fprop l0", 0)["args"];
   CHECK(attn["op"].number == 0);
   CHECK(attn["kind"].string == "compute");
   CHECK(attn["flops"].number == 1e9);
   CHECK_FALSE(attn.has("bytes"));
 
-  const json& gather = event_named(trace, json_tricky, 0)["args"];
+  const json& gather = event_named(trace, gather_label, 0)["args"];
   CHECK(gather["op"].number == 3);
   CHECK(gather["kind"].string == "collective");
   CHECK(gather["collective"].string == "all_gather");
-  CHECK(gather["comm"].string == "tp");
-  CHECK(gather["family"].string == "tp");
+  CHECK(gather["comm"].string == json_tricky);
+  CHECK_FALSE(gather.has("family"));  // untyped: family none, which args leave out
   CHECK(gather["bytes"].number == 1 << 20);
   CHECK_FALSE(gather.has("flops"));
 
-  CHECK(event_named(trace, xml_tricky, 0)["args"]["memory_bytes"].number == 4096);
-  CHECK(event_named(trace, "send tp", 1)["args"]["peer"].number == 0);
+  const json& chunk = event_named(trace, "tp_all_gather qkv_fprop l0 s0", 1)["args"];
+  CHECK(chunk["family"].string == "tp");
+  CHECK(chunk["comm"].string == "tp");
+  CHECK(event_named(trace, "dp_grad_reduce c0 b0", 0)["args"]["family"].string == "dp");
+
+  CHECK(event_named(trace, "fc1_fprop l0", 0)["args"]["memory_bytes"].number == 4096);
+  const json& send = event_named(trace, send_label, 1)["args"];
+  CHECK(send["peer"].number == 0);
+  CHECK(send["comm"].string == xml_tricky + " " + control);
   CHECK(event_named(trace, "record e0", 0)["args"]["event"].number == 0);
 
   const json& other = trace["otherData"];
@@ -634,14 +661,17 @@ TEST_CASE("svg timeline is well-formed XML with one bar per op that took time") 
   CHECK(count_if(svg, "rect", "legend") == 4);
   CHECK(count_if(svg, "rect", "op") == 9);
   CHECK(count_if(svg, "title") == 9);
-  for (const std::string label : {"attn_fwd", "reduce_scatter dp", "ag_chunk0", "ag_chunk1",
-                                  "send tp"})
+  for (const std::string label :
+       {"attn_core_fprop l0", "fc1_fprop l0", "dp_grad_reduce c0 b0", "qkv_fprop l0",
+        "tp_all_gather qkv_fprop l0 s0", "tp_all_gather qkv_fprop l0 s1"})
     CHECK(bar(svg, label).name == "rect");
-  CHECK(bar(svg, json_tricky).name == "rect");
-  CHECK(bar(svg, xml_tricky).name == "rect");
-  CHECK(bar(svg, "ctl\xef\xbf\xbd" "char").name == "rect");  // the control byte as U+FFFD
+  CHECK(bar(svg, gather_label).name == "rect");
+  // The send's label with the control byte as U+FFFD.
+  CHECK(bar(svg, "send " + xml_tricky + " ctl\xef\xbf\xbd" "char").name == "rect");
   CHECK_THROWS(bar(svg, "record e0"));
-  CHECK(text.find("mlp&lt;fc1&gt; &amp; &quot;gelu&quot;") != std::string::npos);
+  CHECK(text.find("all_gather ag &quot;x&quot; \\ y") != std::string::npos);
+  CHECK(text.find("send mlp&lt;fc1&gt; &amp; &quot;gelu&quot; ctl") != std::string::npos);
+  CHECK(text.find('\x01') == std::string::npos);
 
   std::vector<std::string> legend;
   for (std::size_t i = 0; i < svg.size(); ++i)
@@ -671,15 +701,15 @@ TEST_CASE("svg timeline places bars by time and row") {
       CHECK(attr(e, "y") + attr(e, "height") <= height);
     }
 
-  // The axis is linear: attn_fwd (0-10 us) ends where the op starting at 10 us begins, which
+  // The axis is linear: attn_core_fprop (0-10 us) ends where the op starting at 10 us begins, which
   // lasts 12.5 us and so is 1.25 times as wide.
-  const auto& attn = bar(svg, "attn_fwd");  // rank 0's, the first in document order
-  const auto& mlp = bar(svg, xml_tricky);
+  const auto& attn = bar(svg, "attn_core_fprop l0");  // rank 0's, the first in document order
+  const auto& mlp = bar(svg, "fc1_fprop l0");
   CHECK(attr(attn, "x") + attr(attn, "width") == doctest::Approx(attr(mlp, "x")).epsilon(1e-4));
   CHECK(attr(mlp, "width") == doctest::Approx(attr(attn, "width") * 1.25).epsilon(1e-3));
 
   // The step's last op ends on the step-time marker.
-  const auto& reduce = bar(svg, "reduce_scatter dp");
+  const auto& reduce = bar(svg, "dp_grad_reduce c0 b0");
   const auto marker = std::find_if(svg.begin(), svg.end(), [](const xml_element& e) {
     return e.attrs.count("class") && e.attrs.at("class") == "step";
   });
@@ -689,11 +719,14 @@ TEST_CASE("svg timeline places bars by time and row") {
 
   // Rows in rank, then stream order; ops of one stream share a row.
   CHECK(attr(attn, "y") == attr(mlp, "y"));
-  CHECK(attr(attn, "y") < attr(bar(svg, json_tricky), "y"));
-  CHECK(attr(bar(svg, json_tricky), "y") < attr(reduce, "y"));
-  CHECK(attr(reduce, "y") < attr(bar(svg, "ag_chunk0"), "y"));
-  CHECK(attr(bar(svg, "ag_chunk0"), "y") < attr(bar(svg, "ag_chunk1"), "y"));
-  CHECK(attr(bar(svg, "ag_chunk0"), "y") == attr(bar(svg, "send tp"), "y"));
+  const auto& chunk0 = bar(svg, "tp_all_gather qkv_fprop l0 s0");
+  const auto& chunk1 = bar(svg, "tp_all_gather qkv_fprop l0 s1");
+  const auto& send = bar(svg, "send " + xml_tricky + " ctl\xef\xbf\xbd" "char");
+  CHECK(attr(attn, "y") < attr(bar(svg, gather_label), "y"));
+  CHECK(attr(bar(svg, gather_label), "y") < attr(reduce, "y"));
+  CHECK(attr(reduce, "y") < attr(chunk0, "y"));
+  CHECK(attr(chunk0, "y") < attr(chunk1, "y"));
+  CHECK(attr(chunk0, "y") == attr(send, "y"));
 }
 
 TEST_CASE("svg timeline axis ticks switch from microseconds to milliseconds") {
@@ -722,8 +755,8 @@ TEST_CASE("svg timeline width is configurable and a deadlock is stated") {
   CHECK(attr(narrow.front(), "width") == 800);
   for (const auto& e : narrow)
     if (e.name == "rect") CHECK(attr(e, "x") + attr(e, "width") <= 800);
-  CHECK(attr(bar(narrow, "attn_fwd"), "height") == 20);
-  CHECK(attr(bar(narrow, json_tricky), "y") - attr(bar(narrow, "attn_fwd"), "y") == 24);
+  CHECK(attr(bar(narrow, "attn_core_fprop l0"), "height") == 20);
+  CHECK(attr(bar(narrow, gather_label), "y") - attr(bar(narrow, "attn_core_fprop l0"), "y") == 24);
 
   sim::result r = result();
   r.deadlock = true;
