@@ -71,17 +71,20 @@ TEST_CASE("bucket_size changes the buckets, the program and the exposed DP time"
   const auto large = run(ov::config<ov::dp<8>, ov::overlap_grad_reduce<>, ov::bucket_size<134'217'728>>{});
   MESSAGE("buckets " << small.first << " / " << medium.first << " / " << large.first << ", exposed dp "
                      << small.second << " / " << medium.second << " / " << large.second << " us");
-  // 8 layers of 7 tensors, the embedding, final norm and output layer: 59 tensors. At 5 M every
-  // GEMM weight closes its own bucket, each norm rides with the tensor before it in reverse order.
-  CHECK(small.first == 8 * 4 + 2 + 1);
+  // 8 layers of 6 tensors (norm, qkv, proj, norm, fc1, fc2), the embedding, the final norm and
+  // the output layer. At 5 M every GEMM weight closes a bucket and a norm (4,096) rides with the
+  // tensor after it in reverse order: the output layer; final norm + fc2 of layer 7; then per
+  // layer fc1, norm + proj, qkv, norm + the fc2 below it (or the embedding): 2 + 8 x 4.
+  CHECK(small.first == 2 + 8 * 4);
   CHECK(small.first > medium.first);
   CHECK(medium.first > large.first);
   CHECK(small.second != doctest::Approx(large.second));
 }
 
-TEST_CASE("with DP overlap and a compute-bound backward only the last bucket's reduction is exposed") {
+TEST_CASE("with DP overlap and a compute-bound backward only the last buckets' reductions are exposed") {
   sc::workload w;
   w.micro_batches = 2;
+  w.vocab_size = 1024;  // a small output layer: the backward is the layers' GEMMs
   using overlapped = ov::config<ov::dp<8>, ov::overlap_grad_reduce<>>;  // DP-13: 40 M buckets
   using serial = ov::config<ov::dp<8>>;
   const auto o_step = step_of<overlapped>(w);
@@ -94,13 +97,16 @@ TEST_CASE("with DP overlap and a compute-bound backward only the last bucket's r
   const auto o = ov::sim::simulate(o_step, h100);
   const auto s = ov::sim::simulate(s_step, h100);
   REQUIRE_FALSE(o.deadlock);
-  // The last bucket to reduce (the embedding's, first in the model) has no backward left to hide
-  // under; every other one runs under the backward of the layers below it.
-  const double last = comm_time(o_step[0], *ops_of(o_step[0], sc::op_type::dp_grad_reduce).back());
+  // The buckets of the first layer and the embedding become ready when no GEMM is left to hide
+  // them (a layer's gradients count as produced when its backward ends; only the memory-bound
+  // embedding backward follows); every other bucket runs under the backward of the layers below.
+  const auto reduces = ops_of(o_step[0], sc::op_type::dp_grad_reduce);
+  const double last = comm_time(o_step[0], *reduces.back());
   MESSAGE("dp comm " << o.comm_us[dp_family] << " us, exposed " << o.exposed_comm_us[dp_family]
                      << " us, last bucket " << last << " us; serial step " << s.step_time_us
                      << " us, overlapped " << o.step_time_us);
-  CHECK(o.exposed_comm_us[dp_family] == doctest::Approx(last).epsilon(0.05));
+  CHECK(o.exposed_comm_us[dp_family] > 0.95 * last);
+  CHECK(o.exposed_comm_us[dp_family] < 0.15 * o.comm_us[dp_family]);
   CHECK(s.exposed_comm_us[dp_family] == doctest::Approx(s.comm_us[dp_family]));
   CHECK(o.step_time_us < s.step_time_us);
 }
@@ -114,14 +120,17 @@ TEST_CASE("param all-gathers are prefetched one bucket ahead with the distribute
   CHECK(ov::verify::verify(step).empty());
   const auto r = ov::sim::simulate(step, ov::sim::cost_model(ov::sim::h100_node()));
   REQUIRE_FALSE(r.deadlock);
-  // Exposed: the first gather and the last reduction, not the ones in between.
+  // Exposed: the first gather, the last reductions, and what of a prefetched gather one bucket's
+  // forward cannot hide; far from all of it.
   const auto gathers = ops_of(step[0], sc::op_type::dp_param_gather);
   const auto reduces = ops_of(step[0], sc::op_type::dp_grad_reduce);
   CHECK(gathers.size() == 4);
   CHECK(reduces.size() == 4);
   const double ends = comm_time(step[0], *gathers.front()) + comm_time(step[0], *reduces.back());
-  MESSAGE("exposed dp " << r.exposed_comm_us[dp_family] << " us; first gather + last reduction " << ends << " us");
-  CHECK(r.exposed_comm_us[dp_family] < 1.1 * ends);
+  MESSAGE("dp comm " << r.comm_us[dp_family] << " us, exposed " << r.exposed_comm_us[dp_family]
+                     << " us; first gather + last reduction " << ends << " us");
+  CHECK(r.exposed_comm_us[dp_family] > 0.95 * ends);
+  CHECK(r.exposed_comm_us[dp_family] < 0.6 * r.comm_us[dp_family]);
   using no_overlap = ov::config<ov::dp<8>, ov::distributed_optimizer<>, ov::num_buckets<4>,
                                 ov::overlap_grad_reduce<false>, ov::overlap_param_gather<false>>;
   const auto serial = ov::sim::simulate(step_of<no_overlap>(w), ov::sim::cost_model(ov::sim::h100_node()));

@@ -48,7 +48,11 @@ TEST_CASE("generated programs of a grid of valid layouts verify and simulate to 
               all.push_back(ov::plan::plan_step(s, w, h100));
               for (const auto& plan : all) {
                 ++plans;
+                const ov::settings base = ov::plan::detail::without_overlap(s, plan.family);
                 for (const auto* step : {&plan.baseline_step, &plan.overlap_step}) {
+                  // What a trainer binds is known from the type: no op of another type appears.
+                  const ov::settings& used = step == &plan.baseline_step ? base : s;
+                  const sc::op_type_set types = sc::used_op_types(used, ov::derive(used));
                   const auto found = ov::verify::verify(*step);
                   CAPTURE(tp);
                   CAPTURE(pp);
@@ -65,6 +69,7 @@ TEST_CASE("generated programs of a grid of valid layouts verify and simulate to 
                       if (o.kind == sc::op_kind::compute || sc::is_communication(o.kind)) {
                         CAPTURE(sc::display_name(o));
                         REQUIRE(!(o.reads.empty() && o.writes.empty()));
+                        REQUIRE(types.contains(o.key.type));
                       }
                 }
                 CHECK_FALSE(plan.baseline.deadlock);

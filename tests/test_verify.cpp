@@ -109,7 +109,7 @@ TEST_CASE("fault: a consumer that does not depend on its producer") {
   step[0].ops[6] = compute(0, layer_backward(0), {}, {});  // the optimizer no longer waits for the dp stream
   const auto found = ov::verify(step);
   INFO(reasons(found, step));
-  CHECK(mentions(found, 0, 7, "reads buffer 1 without depending on op 3"));
+  CHECK(mentions(found, 0, 7, "reads buffer 1 (workspace) without depending on op 3"));
 }
 
 TEST_CASE("fault: a buffer reused before its readers are done") {
@@ -117,7 +117,7 @@ TEST_CASE("fault: a buffer reused before its readers are done") {
   step[0].ops[5] = compute(0, layer_backward(0), {}, {0});  // overwrites the gradient being reduced
   const auto found = ov::verify(step);
   INFO(reasons(found, step));
-  CHECK(mentions(found, 0, 5, "overwrites buffer 0 while op 3 may still read it"));
+  CHECK(mentions(found, 0, 5, "overwrites buffer 0 (workspace) while op 3 may still read it"));
 }
 
 TEST_CASE("fault: collectives on two communicators issued in opposite orders hang") {

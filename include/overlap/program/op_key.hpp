@@ -237,7 +237,7 @@ inline std::optional<key_pattern> parse_key_pattern(std::string_view text, std::
   bool first = true;
   std::size_t pos = 0;
   const auto fail = [&](std::string why) {
-    error = "\"" + std::string(text) + "\": " + std::move(why);
+    ((((error = '"') += text) += "\": ") += why);
     return std::nullopt;
   };
   while (pos < text.size()) {
@@ -252,7 +252,7 @@ inline std::optional<key_pattern> parse_key_pattern(std::string_view text, std::
       first = false;
       if (word == "*") continue;
       const auto t = op_type_named(word);
-      if (!t) return fail("unknown op type '" + std::string(word) + "'");
+      if (!t) return fail(std::string("unknown op type '").append(word) + "'");
       p.type = t;
       continue;
     }
@@ -283,13 +283,13 @@ inline std::optional<key_pattern> parse_key_pattern(std::string_view text, std::
       int v = -1;
       const auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
       if (ec != std::errc{} || ptr != value.data() + value.size()) continue;
-      if (v < 0) return fail("negative coordinate '" + std::string(word) + "'");
-      if (p.at[i]) return fail("coordinate '" + std::string(prefix) + "' given twice");
+      if (v < 0) return fail(std::string("negative coordinate '").append(word) + "'");
+      if (p.at[i]) return fail(std::string("coordinate '").append(prefix) + "' given twice");
       p.at[i] = v;
       known = true;
     }
     if (!known)
-      return fail("'" + std::string(word) +
+      return fail(std::string("'").append(word) +
                   "' is not an op type, a coordinate (l, mb, c, b, s followed by a number or *), "
                   "'expert' or 'recompute'");
   }

@@ -95,13 +95,16 @@ class tp_builder {
     column_backward(op_type::qkv_wgrad, op_type::qkv_dgrad, slots_.qkv_wgrad, slots_.qkv_dgrad, at, core,
                     saved, gemm(w_.qkv_parameters()), defer_wgrad, out);
   }
-  /// The weight gradients `attention_backward` held back (delay_wgrad_compute).
+  /// The weight gradients `attention_backward` held back (delay_wgrad_compute); a bulk dgrad
+  /// reduce-scatter left running runs under them, and the compute stream takes it back after.
   void attention_wgrad() {
     for (const deferred& d : deferred_) {
       if (d.event >= 0) e_.wait(compute_, d.event);
       weight_gradient(d.type, d.at, d.reads, d.flops, -1);
     }
     deferred_.clear();
+    if (comm_running_) e_.cross(comm_stream_, compute_);
+    comm_running_ = false;
   }
 
  private:
@@ -266,12 +269,13 @@ class tp_builder {
     gemm_op(dgrad, at, flops, {grad}, dgrad_out);
     e_.cross(compute_, comm_stream_);
     collective(comm_stream_, collective::reduce_scatter, dgrad, at, gathered_bytes(), dgrad_out, out, dgrad_slot.num_sm);
-    if (defer) {
+    if (defer) {  // the reduce-scatter runs on under the deferred weight gradients
       weight_gradient(wgrad, at, {input, grad}, flops, gathered, true);
-    } else {
-      e_.wait(compute_, gathered);
-      weight_gradient(wgrad, at, {input, grad}, flops, -1);
+      comm_running_ = true;
+      return out;
     }
+    e_.wait(compute_, gathered);
+    weight_gradient(wgrad, at, {input, grad}, flops, -1);
     e_.cross(comm_stream_, compute_);
     return out;
   }
@@ -297,6 +301,7 @@ class tp_builder {
   selective_recompute selective_;
   int compute_, comm_stream_, ring_, comm_;
   bool recompute_ = false;
+  bool comm_running_ = false;  ///< a deferred layer's dgrad reduce-scatter the compute stream has not waited for
   std::vector<deferred> deferred_;
 };
 

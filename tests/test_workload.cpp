@@ -1,0 +1,176 @@
+// The workload describes the model: grouped-query attention, the vocabulary and a shared
+// embedding change flops and parameters as the formulas say (numbers computed by hand below);
+// activation recompute adds the forward ops it repeats, where it repeats them; the op types a
+// config's programs contain are known from its type.
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <stdexcept>
+#include <vector>
+
+#include <overlap/overlap.hpp>
+#include <overlap/schedule/step.hpp>
+#include <overlap/sim/simulator.hpp>
+#include <overlap/verify/verify.hpp>
+
+namespace ov = overlap;
+namespace sc = overlap::schedule;
+
+namespace {
+/// h 256, 4 heads in 2 query groups of head size 64, ffn 512, vocabulary 1000, 2 layers.
+sc::workload small_gqa() {
+  return {.num_layers = 2, .micro_batches = 2, .seq_length = 128, .micro_batch_size = 1, .hidden_size = 256,
+          .ffn_hidden_size = 512, .num_attention_heads = 4, .num_query_groups = 2, .vocab_size = 1000};
+}
+
+const sc::op& find(const sc::program& p, const sc::op_key& key) {
+  for (const auto& o : p.ops)
+    if (o.key == key) return o;
+  FAIL("no op " << sc::display_name(key));
+  throw std::logic_error("unreachable");
+}
+
+std::int64_t reduced_bytes(const sc::program& p) {
+  std::int64_t total = 0;
+  for (const auto& o : p.ops)
+    if (o.key.type == sc::op_type::dp_grad_reduce) total += o.bytes;
+  return total;
+}
+
+std::size_t count(const sc::program& p, bool (*pred)(const sc::op&)) {
+  std::size_t n = 0;
+  for (const auto& o : p.ops) n += pred(o);
+  return n;
+}
+
+std::size_t index_of(const sc::program& p, const sc::op_key& key) {
+  for (std::size_t i = 0; i < p.ops.size(); ++i)
+    if (p.ops[i].key == key) return i;
+  FAIL("no op " << sc::display_name(key));
+  return 0;
+}
+
+using dp2 = ov::config<ov::dp<2>, ov::overlap_grad_reduce<>, ov::precision<ov::dtype::bf16>>;
+}  // namespace
+
+TEST_CASE("grouped-query attention shrinks the QKV GEMM as the formula says") {
+  sc::workload w = small_gqa();
+  const auto step = dp2::schedule::generate(w);
+  // qkv: h x (a d + 2 g d) = 256 x (4 x 64 + 2 x 2 x 64) = 131,072 weights; 2 flops per weight
+  // and token, 128 tokens.
+  CHECK(find(step[0], {.type = sc::op_type::qkv_fprop, .at = {.layer = 0, .micro_batch = 0}}).flops ==
+        doctest::Approx(2.0 * 128 * 131'072));
+  w.num_query_groups = 0;  // multi-head attention: 256 x 768
+  const auto mha = dp2::schedule::generate(w);
+  CHECK(find(mha[0], {.type = sc::op_type::qkv_fprop, .at = {.layer = 0, .micro_batch = 0}}).flops ==
+        doctest::Approx(2.0 * 128 * 196'608));
+  // Core attention: 2 x tokens x seq x a d (causal) = 2 x 128 x 128 x 256, for either.
+  CHECK(find(step[0], {.type = sc::op_type::attn_core_fprop, .at = {.layer = 1, .micro_batch = 1}}).flops ==
+        doctest::Approx(2.0 * 128 * 128 * 256));
+}
+
+TEST_CASE("the vocabulary and a shared embedding change the output layer and the reduced parameters") {
+  sc::workload w = small_gqa();
+  const auto step = dp2::schedule::generate(w);
+  INFO(ov::verify::verify_report(step));
+  CHECK(ov::verify::verify(step).empty());
+  // The output layer: 2 x tokens x vocabulary x h.
+  CHECK(find(step[0], {.type = sc::op_type::lm_head_fprop, .at = {.micro_batch = 0}}).flops ==
+        doctest::Approx(2.0 * 128 * 1000 * 256));
+  // Per layer: two norms (2 x 256), qkv 131,072, proj 65,536, fc1 262,144, fc2 131,072 =
+  // 590,336; two layers 1,180,672; embedding and output layer 256,000 each; final norm 256:
+  // 1,692,928 parameters, reduced in bf16.
+  CHECK(reduced_bytes(step[0]) == 2 * 1'692'928);
+  w.share_embeddings_and_output_weights = true;  // one pipeline stage: one tensor for both
+  CHECK(reduced_bytes(dp2::schedule::generate(w)[0]) == 2 * (1'692'928 - 256'000));
+  w.vocab_size = 2000;
+  CHECK(reduced_bytes(dp2::schedule::generate(w)[0]) == 2 * (1'692'928 - 256'000 + 256'000));
+}
+
+TEST_CASE("a shared embedding over a pipeline all-reduces its gradient between the first and last stage") {
+  using pp2 = ov::config<ov::pp<2>, ov::dp<2>, ov::precision<ov::dtype::bf16>>;
+  sc::workload w = small_gqa();
+  w.share_embeddings_and_output_weights = true;
+  const auto step = pp2::schedule::generate(w);
+  INFO(ov::verify::verify_report(step));
+  CHECK(ov::verify::verify(step).empty());
+  for (const auto& p : step) {
+    const std::size_t n = count(p, [](const sc::op& o) { return o.key.type == sc::op_type::embedding_grad_all_reduce; });
+    CHECK(n == 1);
+    CHECK(find(p, {.type = sc::op_type::embedding_grad_all_reduce}).bytes == 2 * 256'000);
+  }
+}
+
+TEST_CASE("full recompute repeats the forwards of each group right before the group's backward") {
+  using uniform = ov::config<ov::dp<2>, ov::precision<ov::dtype::bf16>, ov::recompute_granularity<ov::granularity::full>,
+                             ov::recompute_method<ov::recompute::uniform>, ov::recompute_num_layers<2>>;
+  using block = ov::config<ov::dp<2>, ov::precision<ov::dtype::bf16>, ov::recompute_granularity<ov::granularity::full>,
+                           ov::recompute_method<ov::recompute::block>, ov::recompute_num_layers<1>>;
+  sc::workload w = small_gqa();
+  w.num_layers = 4;
+  const auto none = dp2::schedule::generate(w);
+  const auto all = uniform::schedule::generate(w);
+  const auto first = block::schedule::generate(w);
+  INFO(ov::verify::verify_report(all));
+  CHECK(ov::verify::verify(all).empty());
+  CHECK(ov::verify::verify(first).empty());
+  const auto recomputed = [](const sc::op& o) { return o.key.recompute; };
+  CHECK(count(none[0], recomputed) == 0);
+  // A dense layer's forward is five ops here (qkv, core, proj, fc1, fc2): uniform repeats all
+  // 4 layers for both micro-batches, block only the first layer.
+  CHECK(count(all[0], recomputed) == 5 * 4 * 2);
+  CHECK(count(first[0], recomputed) == 5 * 1 * 2);
+  // Group {2, 3} is repeated after the output layer's backward and before layer 3's backward.
+  const sc::program& p = all[0];
+  const std::size_t repeat = index_of(p, {.type = sc::op_type::qkv_fprop, .at = {.layer = 2, .micro_batch = 0}, .recompute = true});
+  CHECK(index_of(p, {.type = sc::op_type::lm_head_bprop, .at = {.micro_batch = 0}}) < repeat);
+  CHECK(repeat < index_of(p, {.type = sc::op_type::fc2_dgrad, .at = {.layer = 3, .micro_batch = 0}}));
+  CHECK(index_of(p, {.type = sc::op_type::fc2_fprop, .at = {.layer = 3, .micro_batch = 0}, .recompute = true}) <
+        index_of(p, {.type = sc::op_type::fc2_dgrad, .at = {.layer = 3, .micro_batch = 0}}));
+  const ov::sim::cost_model h100(ov::sim::h100_node());
+  CHECK(ov::sim::simulate(all, h100).compute_us > ov::sim::simulate(none, h100).compute_us);
+}
+
+TEST_CASE("selective recompute repeats core attention before its backward") {
+  using selective = ov::config<ov::dp<2>, ov::precision<ov::dtype::bf16>,
+                               ov::recompute_granularity<ov::granularity::selective>>;
+  const auto step = selective::schedule::generate(small_gqa());
+  CHECK(ov::verify::verify(step).empty());
+  const sc::program& p = step[0];
+  CHECK(count(p, [](const sc::op& o) { return o.key.recompute; }) == 2 * 2);  // layers x micro-batches
+  const sc::op_key again{.type = sc::op_type::attn_core_fprop, .at = {.layer = 1, .micro_batch = 1}, .recompute = true};
+  CHECK(index_of(p, again) < index_of(p, {.type = sc::op_type::attn_core_bprop, .at = {.layer = 1, .micro_batch = 1}}));
+  using not_modelled = ov::config<ov::dp<2>, ov::recompute_granularity<ov::granularity::selective>,
+                                  ov::recompute_modules<ov::module::layernorm>>;
+  CHECK_THROWS_WITH_AS(not_modelled::schedule::generate(small_gqa()), doctest::Contains("recompute_modules"),
+                       std::invalid_argument);
+}
+
+TEST_CASE("the op types a config's programs contain are known from its type") {
+  using dense = ov::config<ov::tp<2>, ov::sequence_parallel<>, ov::dp<2>, ov::distributed_optimizer<>>;
+  constexpr sc::op_type_set types = dense::schedule::op_types;
+  static_assert(types.contains(sc::op_type::fc1_fprop) && types.contains(sc::op_type::tp_all_gather));
+  static_assert(types.contains(sc::op_type::dp_param_gather));
+  static_assert(!types.contains(sc::op_type::experts_fprop) && !types.contains(sc::op_type::pp_send_forward));
+  static_assert(!types.contains(sc::op_type::tp_ring_send));  // TP overlap off: no ring exchange
+  for (const auto& p : dense::schedule::generate(small_gqa()))
+    for (const auto& o : p.ops) {
+      CAPTURE(sc::display_name(o));
+      CHECK(types.contains(o.key.type));
+    }
+}
+
+TEST_CASE("a workload that disagrees with the settings is refused, every problem named") {
+  sc::workload w = small_gqa();
+  w.moe_router_topk = 2;  // MoE sizes on a dense config
+  w.num_attention_heads = 3;  // and heads that neither tp nor the query groups divide
+  using tp2 = ov::config<ov::tp<2>, ov::sequence_parallel<>>;
+  CHECK_THROWS_WITH_AS(tp2::schedule::generate(w), doctest::Contains("num_moe_experts is not"), std::invalid_argument);
+  CHECK_THROWS_WITH_AS(tp2::schedule::generate(w), doctest::Contains("multiples of tp"), std::invalid_argument);
+  using moe = ov::config<ov::ep<2>, ov::dp<2>, ov::num_moe_experts<8>, ov::moe_token_dispatcher_type<ov::dispatcher::alltoall>>;
+  w = small_gqa();
+  w.moe_router_topk = 9;
+  w.moe_ffn_hidden_size = 128;
+  CHECK_THROWS_WITH_AS(moe::schedule::generate(w), doctest::Contains("moe_router_topk (9) must be in 1..num_moe_experts (8)"),
+                       std::invalid_argument);
+}
