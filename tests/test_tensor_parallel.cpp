@@ -52,11 +52,12 @@ TEST_CASE("TP overlap: every slot method verifies and shortens the step") {
   sc::workload w;
   w.num_layers = 2;
   w.micro_batches = 1;
-  using off = ov::config<ov::tp<4>, ov::sequence_parallel<>>;
-  using defaults = ov::config<ov::tp<4>, ov::sequence_parallel<>, ov::tp_comm_overlap<>>;
-  using ring = ov::config<ov::tp<4>, ov::sequence_parallel<>, ov::tp_comm_overlap<>,
+  using bf16 = ov::precision<ov::dtype::bf16>;
+  using off = ov::config<ov::tp<4>, ov::sequence_parallel<>, bf16>;
+  using defaults = ov::config<ov::tp<4>, ov::sequence_parallel<>, ov::tp_comm_overlap<>, bf16>;
+  using ring = ov::config<ov::tp<4>, ov::sequence_parallel<>, ov::tp_comm_overlap<>, bf16,
                           ov::tp_comm_overlap_cfg<ring_reduce_scatter>>;
-  using lora = ov::config<ov::tp<4>, ov::sequence_parallel<>, ov::tp_comm_overlap<>, ov::fp8<>,
+  using lora = ov::config<ov::tp<4>, ov::sequence_parallel<>, ov::tp_comm_overlap<>, ov::fp8<>, bf16,
                           ov::tp_comm_overlap_cfg<ov::ub::userbuffers_fp8_h100_h16384_tp4_mbs1_seqlen2048_lora>>;
   const ov::sim::cost_model h100(ov::sim::h100_node());
   const auto baseline = ov::sim::simulate(sc::tensor_parallel_step(off::settings, off::resolved, w), h100);

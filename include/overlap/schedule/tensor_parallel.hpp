@@ -17,10 +17,12 @@
 /// outputs), so the verifier checks the data flow of every slot.
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include <overlap/program/program.hpp>
 #include <overlap/schedule/emitter.hpp>
+#include <overlap/schedule/layout.hpp>
 #include <overlap/schedule/workload.hpp>
 #include <overlap/settings/ub.hpp>
 
@@ -248,17 +250,27 @@ class tp_builder {
   /// The backward of a column-parallel GEMM (qkv, fc1) from `grad`, the gradient of its output,
   /// with `saved` its input: the wgrad slot all-gathers the saved input under the dgrad GEMM, the
   /// dgrad slot reduce-scatters the dgrad output under the wgrad GEMM (bulk). A dgrad slot that is
-  /// not bulk is a reduce-scatter slot of its own, and the input is gathered on the compute
-  /// stream for the weight gradient. Returns the gradient of the input (written to `out`, or to
+  /// not bulk is a reduce-scatter slot of its own, and the input is gathered for the weight
+  /// gradient beside it. Returns the gradient of the input (written to `out`, or to
   /// the slot's own buffer when -1).
   int column_backward(op_type wgrad, op_type dgrad, const ub::slot& wgrad_slot, const ub::slot& dgrad_slot,
                       location at, int grad, int saved, double flops, bool defer, int out) {
     const int input = gathered_input(wgrad, at, saved);
     const bool bulk = tp_ > 1 && dgrad_slot.method == ub::method::bulk && wgrad_slot.method != ub::method::none;
     if (!bulk) {
+      // With TP overlap on, the input is gathered asynchronously under the dgrad GEMM, as TE does
+      // outside userbuffers; with it off, in sequence.
+      const bool async = tp_ > 1 && dgrad_slot.method != ub::method::none;
+      int gathered = -1;
+      if (async) {
+        e_.cross(compute_, comm_stream_);
+        collective(comm_stream_, collective::all_gather, wgrad, at, gathered_bytes(), saved, input);
+        gathered = e_.record(comm_stream_);
+      }
       out = gemm_reduce_scatter(dgrad, dgrad_slot, at, grad, flops, out);
-      if (tp_ > 1) collective(compute_, collective::all_gather, wgrad, at, gathered_bytes(), saved, input);
-      weight_gradient(wgrad, at, {input, grad}, flops, -1, defer);
+      if (tp_ > 1 && !async) collective(compute_, collective::all_gather, wgrad, at, gathered_bytes(), saved, input);
+      if (gathered >= 0 && !defer) e_.wait(compute_, gathered);
+      weight_gradient(wgrad, at, {input, grad}, flops, defer ? gathered : -1, defer);
       return out;
     }
     if (out < 0) out = scattered_output(dgrad, at);
