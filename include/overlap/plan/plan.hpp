@@ -49,9 +49,7 @@ inline settings without_overlap(settings s, schedule::family f) {
       s.delay_wgrad_compute = false;
       break;
     case schedule::family::none:
-      for (const auto f : {schedule::family::tp, schedule::family::dp, schedule::family::pp,
-                           schedule::family::ep})
-        s = without_overlap(s, f);
+      for (const auto f : schedule::families) s = without_overlap(s, f);
       break;
   }
   return s;

@@ -144,11 +144,7 @@ class rank_order {
     for (std::size_t i = n; i-- > 0;)
       last_[i] = i + 1 < n && p.ops[i + 1].group >= 0 && p.ops[i + 1].group == p.ops[i].group ? last_[i + 1] : i;
 
-    // What the next op on a stream (communicator) follows: one op, or a whole group's members;
-    // and what a group's later members follow, taken when the group started.
-    std::vector<std::vector<std::size_t>> after_stream(p.streams.size()), after_comm(p.comms.size());
-    std::vector<std::vector<std::size_t>> group_stream(p.streams.size()), group_comm(p.comms.size());
-    std::vector<std::size_t> comm_group_first(p.comms.size(), n);  // the group a comm's last op is in
+    std::vector<fifo> streams(p.streams.size()), comms(p.comms.size());
     std::vector<long> last_record(static_cast<std::size_t>(std::max(p.num_events, 0)), -1);
     long last_sync = -1;
     offsets_.reserve(n + 1);
@@ -165,27 +161,8 @@ class rank_order {
         close(mine);
         continue;
       }
-      const auto s = static_cast<std::size_t>(o.stream);
-      if (first_[i] != i) {  // a later member of a group
-        append(mine, group_stream[s]);
-        after_stream[s].push_back(i);
-      } else {
-        append(mine, after_stream[s]);
-        group_stream[s] = std::move(after_stream[s]);
-        after_stream[s].assign(1, i);
-      }
-      if (is_communication(o.kind)) {
-        const auto c = static_cast<std::size_t>(o.comm);
-        if (first_[i] != i && comm_group_first[c] == first_[i]) {
-          append(mine, group_comm[c]);
-          after_comm[c].push_back(i);
-        } else {
-          append(mine, after_comm[c]);
-          group_comm[c] = std::move(after_comm[c]);
-          after_comm[c].assign(1, i);
-          comm_group_first[c] = first_[i];
-        }
-      }
+      streams[static_cast<std::size_t>(o.stream)].take(i, first_[i], mine);
+      if (is_communication(o.kind)) comms[static_cast<std::size_t>(o.comm)].take(i, first_[i], mine);
       if (o.kind == op_kind::record) last_record[static_cast<std::size_t>(o.event)] = static_cast<long>(i);
       if (o.kind == op_kind::wait && last_record[static_cast<std::size_t>(o.event)] >= 0)
         mine.push_back(static_cast<std::size_t>(last_record[static_cast<std::size_t>(o.event)]));
@@ -194,7 +171,7 @@ class rank_order {
   }
 
   std::size_t size() const { return first_.size(); }
-  /// The ops op `i` must wait for on its rank (duplicates removed, in no particular order).
+  /// The ops op `i` must wait for on its rank, in issue order, each once.
   std::span<const std::size_t> predecessors(std::size_t i) const {
     return {preds_.data() + offsets_[i], offsets_[i + 1] - offsets_[i]};
   }
@@ -206,6 +183,23 @@ class rank_order {
   static void append(std::vector<std::size_t>& to, const std::vector<std::size_t>& from) {
     to.insert(to.end(), from.begin(), from.end());
   }
+  /// The order of one stream or communicator: what its next op follows (one op, or all members
+  /// of the group it last took), and what a group's later members follow (taken at its start).
+  struct fifo {
+    std::vector<std::size_t> after, at_group_start;
+    std::size_t group = static_cast<std::size_t>(-1);  ///< the first member of the last op's group
+    void take(std::size_t i, std::size_t group_first, std::vector<std::size_t>& mine) {
+      if (group_first != i && group == group_first) {  // a later member of the group it last took
+        append(mine, at_group_start);
+        after.push_back(i);
+        return;
+      }
+      append(mine, after);
+      at_group_start = std::move(after);
+      after.assign(1, i);
+      group = group_first;
+    }
+  };
   void close(std::vector<std::size_t>& mine) {
     std::sort(mine.begin(), mine.end());
     mine.erase(std::unique(mine.begin(), mine.end()), mine.end());

@@ -42,7 +42,7 @@ class moe_builder {
   /// micro-batch's tokens (sequence parallel), so each routes and computes a 1/tp share.
   moe_builder(emitter& e, int compute_stream, const group& ep_group, const workload& w, int tp,
               int element_bytes, moe_shape shape)
-      : e_(e), w_(w), shape_(shape), ep_(static_cast<int>(ep_group.ranks.size())), compute_(compute_stream),
+      : e_(e), shape_(shape), ep_(static_cast<int>(ep_group.ranks.size())), compute_(compute_stream),
         ep_stream_(ep_ > 1 ? e.add_stream(stream_role::ep_comm, -1) : compute_stream),
         comm_(ep_ > 1 ? e.comm(ep_group.name, ep_group.ranks) : -1) {
     tokens_ = static_cast<double>(w.tokens()) / tp;
@@ -198,7 +198,6 @@ class moe_builder {
   }
 
   emitter& e_;
-  const workload& w_;
   moe_shape shape_;
   int ep_, compute_, ep_stream_, comm_;
   double tokens_ = 0, experts_flops_ = 0, shared_flops_ = 0, router_flops_ = 0;

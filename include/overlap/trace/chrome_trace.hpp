@@ -30,25 +30,27 @@ namespace detail {
 /// What a trace groups an op under. Kernels are "compute" whatever family they serve, because
 /// viewers colour by category and a reader must tell compute from communication at a glance;
 /// everything else is its family ("none" for events and unattributed communication).
-enum class category : std::uint8_t { compute, tp, dp, pp, ep, none };
-inline constexpr std::size_t num_categories = 6;
+/// compute, then the families in their order (so a family's category has its family's number),
+/// then none.
+enum class category : std::uint8_t {
+  compute,
+#define OVERLAP_CATEGORY(name) name,
+  OVERLAP_FAMILIES(OVERLAP_CATEGORY)
+#undef OVERLAP_CATEGORY
+  none
+};
+inline constexpr std::size_t num_categories = schedule::family_count + 1;
 
 inline category category_of(const schedule::op& o) {
   if (o.kind == schedule::op_kind::compute) return category::compute;
-  switch (o.family()) {
-    case schedule::family::tp: return category::tp;
-    case schedule::family::dp: return category::dp;
-    case schedule::family::pp: return category::pp;
-    case schedule::family::ep: return category::ep;
-    case schedule::family::none: return category::none;
-  }
-  return category::none;
+  const schedule::family f = o.family();
+  return f == schedule::family::none ? category::none : static_cast<category>(f);
 }
 
 inline std::string_view category_name(category c) {
-  constexpr std::array<std::string_view, num_categories> names{"compute", "tp", "dp",
-                                                               "pp",      "ep", "none"};
-  return names[static_cast<std::size_t>(c)];
+  if (c == category::compute) return "compute";
+  if (c == category::none) return "none";
+  return schedule::to_string(static_cast<schedule::family>(c));
 }
 
 /// The communicator an op names, or null (compute and event ops, or an index out of range).

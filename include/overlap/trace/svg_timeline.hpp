@@ -61,9 +61,17 @@ inline std::string px(double v) {
   return std::string(buf, written.ptr);
 }
 
-/// Tableau 10 colours, told apart easily on screen and in print; indexed by `category`.
-inline constexpr std::array<std::string_view, num_categories> category_colours{
-    "#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#b07aa1", "#9c9c9c"};
+/// Tableau 10 colours, told apart easily on screen and in print; indexed by `category`, grey last
+/// (none).
+inline constexpr std::array<std::string_view, 10> tableau{"#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#b07aa1",
+                                                         "#76b7b2", "#edc948", "#ff9da7", "#9c755f", "#bab0ac"};
+static_assert(num_categories <= tableau.size(), "a colour per category");
+inline constexpr auto category_colours = [] {
+  std::array<std::string_view, num_categories> out{};
+  for (std::size_t c = 0; c + 1 < num_categories; ++c) out[c] = tableau[c];
+  out[num_categories - 1] = "#9c9c9c";
+  return out;
+}();
 
 /// The legend's word for a category; "none" would read as "nothing drawn in this colour".
 inline std::string_view legend_name(category c) {
