@@ -18,11 +18,16 @@ namespace overlap::schedule {
 
 /// One parameter tensor of a rank's model chunk.
 struct parameter_tensor {
-  op_type of = op_type::none;  ///< the forward op that uses it (qkv_fprop, experts_fprop, ...)
+  op_type of = op_type::none;  ///< what it is, named by its forward op (qkv_fprop, layernorm_fprop, ...)
   int holder = 0;              ///< what computes with it: a chunk-local index (see step.hpp)
   int layer = -1;              ///< its transformer layer; -1 for the embedding and output layer
   std::int64_t parameters = 0;  ///< this rank's share
   bool expert = false;
+  /// The compute op that first reads it in the forward (a norm: the GEMM it is fused into, as in
+  /// TE's LayerNormLinear): its parameters must be gathered before that op, and the op's weight
+  /// gradient completes its gradient. Tensors with one `used_by` share parameter and gradient
+  /// buffers.
+  op_type used_by = op_type::none;
 };
 
 struct bucket {
@@ -34,6 +39,13 @@ struct bucket {
     for (const auto& t : tensors)
       if (out.empty() || out.back() != t.holder) out.push_back(t.holder);
     return out;
+  }
+  /// How many (holder, used_by) uses its tensors have: the ops whose gradients complete it.
+  int uses() const {
+    int n = 0;
+    for (std::size_t i = 0; i < tensors.size(); ++i)
+      n += i == 0 || tensors[i].holder != tensors[i - 1].holder || tensors[i].used_by != tensors[i - 1].used_by;
+    return n;
   }
 };
 

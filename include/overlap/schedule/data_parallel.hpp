@@ -64,8 +64,7 @@ class dp_buckets {
         if (!active || mine.empty()) continue;
         const auto packed = pack_buckets(mine, r.bucket_size, r.num_buckets);
         for (std::size_t b = 0; b < packed.size(); ++b)
-          buckets_.push_back({packed[b], static_cast<int>(c), static_cast<int>(b), part,
-                              static_cast<int>(packed[b].holders().size())});
+          buckets_.push_back({packed[b], static_cast<int>(c), static_cast<int>(b), part, packed[b].uses()});
       }
     }
     if (embedding_) embedding_comm_ = e.comm(embedding_->name, embedding_->ranks);
@@ -90,11 +89,13 @@ class dp_buckets {
     }
   }
 
-  /// Ahead of the forward of `holder` of `chunk`: its parameters must be gathered.
-  void before_forward(int chunk, int holder) {
+  /// Ahead of the forward op `used_by` of `holder` of `chunk`: the parameters it reads must be
+  /// gathered.
+  void before_forward(int chunk, int holder, op_type used_by) {
     for (std::size_t b = buckets_.size(); b-- > 0;) {
       auto& k = buckets_[b];
-      if (k.chunk != chunk || !holds(k, holder) || k.event == waited || !dist_opt_ || !r_.overlap_param_gather) continue;
+      if (k.chunk != chunk || !holds(k, holder, used_by) || k.event == waited || !dist_opt_ || !r_.overlap_param_gather)
+        continue;
       if (k.event == not_issued) gather(b);
       // First use of this bucket: prefetch the next one of its chunk and group, then wait.
       if (b > 0 && same_set(buckets_[b - 1], k) && buckets_[b - 1].event == not_issued) gather(b - 1);
@@ -103,12 +104,12 @@ class dp_buckets {
     }
   }
 
-  /// Behind the backward of `holder` of `chunk` for `micro_batch`.
-  void after_backward(int chunk, int holder, int micro_batch) {
+  /// Behind the op of `micro_batch` that completes the gradients of the tensors `used_by` reads.
+  void after_backward(int chunk, int holder, op_type used_by, int micro_batch) {
     if (micro_batch + 1 != micro_batches_) return;
     for (std::size_t b = 0; b < buckets_.size(); ++b) {
       auto& k = buckets_[b];
-      if (k.chunk != chunk || !holds(k, holder) || --k.missing != 0 || !r_.overlap_grad_reduce) continue;
+      if (k.chunk != chunk || !holds(k, holder, used_by) || --k.missing != 0 || !r_.overlap_grad_reduce) continue;
       e_.cross(compute_, dp_stream_);
       reduce(dp_stream_, b);
     }
@@ -143,13 +144,13 @@ class dp_buckets {
   struct bucket_state {
     bucket packed;
     int chunk = 0, index = 0, part = 0;
-    int missing = 0;  ///< holders whose last backward is still to come
+    int missing = 0;  ///< uses whose last gradient is still to come
     int event = not_issued;
   };
 
-  static bool holds(const bucket_state& k, int holder) {
+  static bool holds(const bucket_state& k, int holder, op_type used_by) {
     for (const auto& t : k.packed.tensors)
-      if (t.holder == holder) return true;
+      if (t.holder == holder && t.used_by == used_by) return true;
     return false;
   }
   static bool same_set(const bucket_state& a, const bucket_state& b) { return a.chunk == b.chunk && a.part == b.part; }
@@ -159,13 +160,12 @@ class dp_buckets {
   static buffer bucket_buffer(buffer_kind kind, const bucket_state& k) {
     return {.kind = kind, .at = {.chunk = k.chunk, .bucket = k.index}, .expert = k.part == 1};
   }
-  /// The parameters (or gradients) of the bucket's tensors, one buffer per holder.
+  /// The parameters (or gradients) of the bucket's tensors: one buffer per use (see parameter_tensor).
   std::vector<int> tensors(const bucket_state& k, bool grads) { return tensor_buffers(k.packed.tensors, grads); }
   std::vector<int> tensor_buffers(const std::vector<parameter_tensor>& list, bool grads) {
     std::vector<int> out;
     for (const auto& t : list) {
-      const op_type of = t.layer < 0 ? t.of : op_type::none;
-      const int b = e_.buffer(grads ? gradients(of, t.layer, t.expert) : parameters(of, t.layer, t.expert));
+      const int b = e_.buffer(grads ? gradients(t.used_by, t.layer, t.expert) : parameters(t.used_by, t.layer, t.expert));
       if (out.empty() || out.back() != b) out.push_back(b);
     }
     return out;

@@ -5,6 +5,7 @@
 /// stream, sequence or buffer numbers.
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <tuple>
@@ -22,7 +23,39 @@ inline buffer activation(int layer, int micro_batch) {
 inline buffer activation_grad(int layer, int micro_batch) {
   return {.kind = buffer_kind::activation_grad, .at = {.layer = layer, .micro_batch = micro_batch}};
 }
-/// What `of` computes with: a layer's tensors (of none) or the embedding's / output layer's.
+/// The tensors an op of type `t` computes with (or writes the gradient of), named by the forward
+/// op that reads them first; none for ops without weights.
+constexpr op_type weights_of(op_type t) {
+  switch (t) {
+    case op_type::qkv_fprop: case op_type::qkv_dgrad: case op_type::qkv_wgrad: return op_type::qkv_fprop;
+    case op_type::proj_fprop: case op_type::proj_dgrad: case op_type::proj_wgrad: return op_type::proj_fprop;
+    case op_type::fc1_fprop: case op_type::fc1_dgrad: case op_type::fc1_wgrad: return op_type::fc1_fprop;
+    case op_type::fc2_fprop: case op_type::fc2_dgrad: case op_type::fc2_wgrad: return op_type::fc2_fprop;
+    case op_type::router_fprop: case op_type::router_bprop: return op_type::router_fprop;
+    case op_type::experts_fprop: case op_type::experts_dgrad: case op_type::experts_wgrad: return op_type::experts_fprop;
+    case op_type::shared_experts_fprop: case op_type::shared_experts_dgrad: case op_type::shared_experts_wgrad:
+      return op_type::shared_experts_fprop;
+    case op_type::embedding_fprop: case op_type::embedding_bprop: return op_type::embedding_fprop;
+    case op_type::lm_head_fprop: case op_type::lm_head_bprop: return op_type::lm_head_fprop;
+    case op_type::layernorm_fprop: case op_type::layernorm_bprop: return op_type::layernorm_fprop;
+    default: return op_type::none;
+  }
+}
+
+/// The tensors whose gradients an op of type `t` completes (none if it completes none): each
+/// weight-gradient GEMM, and the backward of what has no separate weight gradient.
+constexpr op_type gradients_of(op_type t) {
+  switch (t) {
+    case op_type::qkv_wgrad: case op_type::proj_wgrad: case op_type::fc1_wgrad: case op_type::fc2_wgrad:
+    case op_type::router_bprop: case op_type::experts_wgrad: case op_type::shared_experts_wgrad:
+    case op_type::embedding_bprop: case op_type::lm_head_bprop: case op_type::layernorm_bprop:
+      return weights_of(t);
+    default: return op_type::none;
+  }
+}
+
+/// The parameters (gradients) of the tensors `of` names: of layer `layer`, or (-1) the
+/// embedding's, the final norm's, the output layer's.
 inline buffer parameters(op_type of, int layer, bool expert = false) {
   return {.kind = buffer_kind::parameters, .of = of, .at = {.layer = layer}, .expert = expert};
 }
@@ -70,10 +103,19 @@ class emitter {
     }
     p_.ops.push_back(std::move(o));
   }
+  /// Called with each compute op's key right before it is appended and right after: where the
+  /// data-parallel buckets wait for parameters and learn that gradients are complete.
+  struct compute_hooks {
+    std::function<void(const op_key&)> before, after;
+  };
+  void set_hooks(compute_hooks hooks) { hooks_ = std::move(hooks); }
+
   void compute(int stream, op_key key, double flops, std::vector<int> reads, std::vector<int> writes,
                std::int64_t memory_bytes = 0) {
+    if (hooks_.before) hooks_.before(key);
     push({.kind = op_kind::compute, .stream = stream, .key = key, .flops = flops,
           .memory_bytes = memory_bytes, .reads = std::move(reads), .writes = std::move(writes)});
+    if (hooks_.after) hooks_.after(key);
   }
   /// A collective on communicator `comm`, numbered in the communicator's order.
   void collective(int stream, op_key key, schedule::collective c, int comm, std::int64_t bytes,
@@ -126,6 +168,7 @@ class emitter {
   std::vector<int> deferred_;  ///< per stream: the event whose record is not issued yet, or -1
   std::vector<std::int64_t> seq_;  ///< per communicator: collectives issued so far
   std::map<std::tuple<buffer_kind, op_type, int, int, int, int, int, bool>, int> buffers_;
+  compute_hooks hooks_;
 };
 
 }  // namespace overlap::schedule::detail

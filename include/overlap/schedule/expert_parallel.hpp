@@ -109,8 +109,12 @@ class moe_builder {
   op_key key(op_type type, location at) const { return {.type = type, .at = at, .recompute = recompute_}; }
   int tokens(op_type of, location at) { return e_.buffer({.kind = buffer_kind::tokens, .of = of, .at = at}); }
   int ws(op_type of, location at) { return e_.buffer({.kind = buffer_kind::workspace, .of = of, .at = at}); }
-  int params(location at, bool expert) { return e_.buffer(parameters(op_type::none, at.layer, expert)); }
-  int grads(location at, bool expert) { return e_.buffer(gradients(op_type::none, at.layer, expert)); }
+  int params(op_type type, location at) {
+    return e_.buffer(parameters(weights_of(type), at.layer, weights_of(type) == op_type::experts_fprop && ep_ > 1));
+  }
+  int grads(op_type type, location at) {
+    return e_.buffer(gradients(weights_of(type), at.layer, weights_of(type) == op_type::experts_fprop && ep_ > 1));
+  }
   std::int64_t permute_bytes() const { return 2 * routed_bytes_; }
 
   void compute(op_type type, location at, double flops, std::vector<int> reads, std::vector<int> writes,
@@ -145,15 +149,15 @@ class moe_builder {
     const int attention = tp.attention_forward(at.layer, at.micro_batch, e_.buffer(activation(at.layer, at.micro_batch)),
                                                recompute_);
     tp_attention_out_ = attention;
-    compute(op_type::router_fprop, at, router_flops_, {attention, params(at, false)}, {ws(op_type::router_fprop, at)});
+    compute(op_type::router_fprop, at, router_flops_, {attention, params(op_type::router_fprop, at)}, {ws(op_type::router_fprop, at)});
     compute(op_type::permute_fprop, at, 0, {attention, ws(op_type::router_fprop, at)},
             {tokens(op_type::permute_fprop, at)}, permute_bytes());
   }
   void experts_forward(location at) {
-    compute(op_type::experts_fprop, at, experts_flops_, {dispatched(at), params(at, true)},
+    compute(op_type::experts_fprop, at, experts_flops_, {dispatched(at), params(op_type::experts_fprop, at)},
             {tokens(op_type::experts_fprop, at)});
     if (shape_.shared_ffn > 0)
-      compute(op_type::shared_experts_fprop, at, shared_flops_, {tp_attention_out_, params(at, false)},
+      compute(op_type::shared_experts_fprop, at, shared_flops_, {tp_attention_out_, params(op_type::shared_experts_fprop, at)},
               {ws(op_type::shared_experts_fprop, at)});
   }
   void unpermute(location at) {
@@ -167,9 +171,10 @@ class moe_builder {
     const int grad = e_.buffer(activation_grad(at.layer + 1, at.micro_batch));
     compute(op_type::unpermute_bprop, at, 0, {grad}, {tokens(op_type::unpermute_bprop, at)}, permute_bytes());
     if (shape_.shared_ffn > 0) {
-      compute(op_type::shared_experts_dgrad, at, shared_flops_, {grad, params(at, false)},
+      compute(op_type::shared_experts_dgrad, at, shared_flops_, {grad, params(op_type::shared_experts_dgrad, at)},
               {ws(op_type::shared_experts_dgrad, at)});
-      compute(op_type::shared_experts_wgrad, at, shared_flops_, {grad, grads(at, false)}, {grads(at, false)});
+      compute(op_type::shared_experts_wgrad, at, shared_flops_, {grad, grads(op_type::shared_experts_wgrad, at)},
+              {grads(op_type::shared_experts_wgrad, at)});
     }
   }
   void experts_backward(location at, bool with_wgrad) {
@@ -179,20 +184,20 @@ class moe_builder {
       recompute_ = false;
     }
     const int grad = combined_grad(at);
-    compute(op_type::experts_dgrad, at, experts_flops_, {grad, params(at, true), dispatched(at)},
+    compute(op_type::experts_dgrad, at, experts_flops_, {grad, params(op_type::experts_dgrad, at), dispatched(at)},
             {tokens(op_type::experts_dgrad, at)});
     if (with_wgrad) experts_wgrad(at);
   }
   void experts_wgrad(location at) {
     compute(op_type::experts_wgrad, at, experts_flops_,
-            {combined_grad(at), dispatched(at), grads(at, true)},
-            {grads(at, true)});
+            {combined_grad(at), dispatched(at), grads(op_type::experts_wgrad, at)},
+            {grads(op_type::experts_wgrad, at)});
   }
   void backward_exit(tp_builder& tp, location at) {
     const int grad = ws(op_type::permute_bprop, at);
     compute(op_type::permute_bprop, at, 0, {dispatched_grad(at)}, {grad}, permute_bytes());
-    compute(op_type::router_bprop, at, 2 * router_flops_, {grad, ws(op_type::router_fprop, at), grads(at, false)},
-            {grads(at, false)});
+    compute(op_type::router_bprop, at, 2 * router_flops_, {grad, ws(op_type::router_fprop, at), grads(op_type::router_bprop, at)},
+            {grads(op_type::router_bprop, at)});
     tp.attention_backward(at.layer, at.micro_batch, grad, e_.buffer(activation(at.layer, at.micro_batch)),
                           e_.buffer(activation_grad(at.layer, at.micro_batch)), shape_.delay_wgrad);
   }

@@ -168,6 +168,15 @@ class rank_builder {
                 selective_recompute{k_.recompute.core_attention, k_.recompute.mlp});
     if (k_.moe) moe_.emplace(e_, compute_, L.expert_parallel(at_), w_, L.tp(), k_.element_bytes, k_.experts);
     dp_.emplace(e_, compute_, dp_plan_of(), s_, r_, k_.micro_batches, k_.element_bytes);
+    // Parameters are waited for right before the op that first reads them, and a bucket reduces
+    // once the ops completing its gradients have run: per tensor, not per layer.
+    e_.set_hooks({.before = [this](const op_key& k) {
+                    if (!k.recompute) dp_->before_forward(chunk_of(k), holder_of(k), k.type);
+                  },
+                  .after = [this](const op_key& k) {
+                    if (const op_type t = gradients_of(k.type); t != op_type::none)
+                      dp_->after_backward(chunk_of(k), holder_of(k), t, k.at.micro_batch);
+                  }});
     std::optional<pp_stage> pipe;
     const int extra = k_.combined ? 1 : 0;
     if (pp > 1)
@@ -201,6 +210,16 @@ class rank_builder {
   /// Chunk-local index of what computes with parameters: embedding, layers, output layer.
   int holder(int chunk, int j) const { return (embeds(chunk) ? 1 : 0) + j; }
   int head_holder(int chunk) const { return holder(chunk, k_.per_chunk); }
+  /// The chunk and chunk-local holder of a compute op's parameters.
+  int chunk_of(const op_key& k) const {
+    if (k.at.layer >= 0) return k.at.layer / k_.per_chunk / k_.ranks.pp();
+    return k.type == op_type::embedding_fprop || k.type == op_type::embedding_bprop ? 0 : k_.chunks - 1;
+  }
+  int holder_of(const op_key& k) const {
+    if (k.at.layer >= 0) return holder(chunk_of(k), k.at.layer % k_.per_chunk);
+    const bool embedding = k.type == op_type::embedding_fprop || k.type == op_type::embedding_bprop;
+    return embedding ? 0 : head_holder(k_.chunks - 1);
+  }
   bool share_embedding() const { return w_.share_embeddings_and_output_weights; }
   /// The parameters the output layer computes with: its own, or the shared embedding's.
   op_type head_weights() const {
@@ -214,29 +233,35 @@ class rank_builder {
     dp_plan plan{{}, k_.dp ? L.data_parallel(at_) : group{}, k_.dp && k_.moe && ep > 1 ? L.expert_data_parallel(at_) : group{}};
     for (int c = 0; c < k_.chunks; ++c) {
       auto& t = plan.chunks.emplace_back();
-      if (embeds(c)) t.push_back({op_type::embedding_fprop, 0, -1, w_.embedding_parameters() / tp});
+      if (embeds(c))
+        t.push_back({op_type::embedding_fprop, 0, -1, w_.embedding_parameters() / tp, false, op_type::embedding_fprop});
       for (int j = 0; j < k_.per_chunk; ++j) {
         const int h = holder(c, j), l = global(c, j);
-        const auto add = [&](op_type of, std::int64_t n, bool expert = false) {
-          if (n > 0) t.push_back({of, h, l, n, expert});
+        // A norm is fused into the GEMM after it (TE's LayerNormLinear): that GEMM reads it first.
+        const auto add = [&](op_type of, std::int64_t n, op_type used_by, bool expert = false) {
+          if (n > 0) t.push_back({of, h, l, n, expert, used_by});
         };
-        add(op_type::layernorm_fprop, w_.norm_parameters());
-        add(op_type::qkv_fprop, w_.qkv_parameters() / tp);
-        add(op_type::proj_fprop, w_.proj_parameters() / tp);
-        add(op_type::layernorm_fprop, w_.norm_parameters());
+        const op_type mlp_in = k_.moe ? op_type::router_fprop : op_type::fc1_fprop;
+        add(op_type::layernorm_fprop, w_.norm_parameters(), op_type::qkv_fprop);
+        add(op_type::qkv_fprop, w_.qkv_parameters() / tp, op_type::qkv_fprop);
+        add(op_type::proj_fprop, w_.proj_parameters() / tp, op_type::proj_fprop);
+        add(op_type::layernorm_fprop, w_.norm_parameters(), mlp_in);
         if (k_.moe) {
-          add(op_type::router_fprop, w_.router_parameters(k_.experts.experts));
-          add(op_type::shared_experts_fprop, w_.expert_parameters(k_.experts.shared_ffn) / tp);
-          add(op_type::experts_fprop, moe_builder::expert_parameters(w_, k_.experts, ep, tp), ep > 1);
+          add(op_type::router_fprop, w_.router_parameters(k_.experts.experts), op_type::router_fprop);
+          add(op_type::shared_experts_fprop, w_.expert_parameters(k_.experts.shared_ffn) / tp,
+              op_type::shared_experts_fprop);
+          add(op_type::experts_fprop, moe_builder::expert_parameters(w_, k_.experts, ep, tp), op_type::experts_fprop,
+              ep > 1);
         } else {
-          add(op_type::fc1_fprop, w_.fc1_parameters() / tp);
-          add(op_type::fc2_fprop, w_.fc2_parameters() / tp);
+          add(op_type::fc1_fprop, w_.fc1_parameters() / tp, op_type::fc1_fprop);
+          add(op_type::fc2_fprop, w_.fc2_parameters() / tp, op_type::fc2_fprop);
         }
       }
       if (heads(c)) {
-        t.push_back({op_type::layernorm_fprop, head_holder(c), -1, w_.norm_parameters()});
+        t.push_back({op_type::layernorm_fprop, head_holder(c), -1, w_.norm_parameters(), false, op_type::layernorm_fprop});
         if (head_weights() == op_type::lm_head_fprop)
-          t.push_back({op_type::lm_head_fprop, head_holder(c), -1, w_.embedding_parameters() / tp});
+          t.push_back({op_type::lm_head_fprop, head_holder(c), -1, w_.embedding_parameters() / tp, false,
+                       op_type::lm_head_fprop});
       }
     }
     if (k_.dp && share_embedding() && L.pp() > 1 && (embeds(0) || heads(k_.chunks - 1))) {
@@ -252,10 +277,9 @@ class rank_builder {
   void run(const pp_action* f, const pp_action* b) {
     if (moe_) moe_->reset_chains();
     if (f && embeds(f->chunk)) embedding_forward(f->micro_batch);
-    if (b && heads(b->chunk)) head_backward(b->chunk, b->micro_batch);
+    if (b && heads(b->chunk)) head_backward(b->micro_batch);
     for (int j = 0; j < k_.per_chunk; ++j) {
       const int fj = j, bj = k_.per_chunk - 1 - j;
-      if (f && dp_) dp_->before_forward(f->chunk, holder(f->chunk, fj));
       if (b) recompute_before(b->chunk, bj, b->micro_batch);
       const int fl = f ? global(f->chunk, fj) : -1, bl = b ? global(b->chunk, bj) : -1;
       if (moe_ && k_.combined) {
@@ -264,10 +288,9 @@ class rank_builder {
         if (f) forward(fl, f->micro_batch);
         if (b) backward(bl, b->micro_batch);
       }
-      if (b && dp_) dp_->after_backward(b->chunk, holder(b->chunk, bj), b->micro_batch);
     }
     if (moe_) moe_->flush();
-    if (f && heads(f->chunk)) head_forward(f->chunk, f->micro_batch);
+    if (f && heads(f->chunk)) head_forward(f->micro_batch);
     if (b && embeds(b->chunk)) embedding_backward(b->micro_batch);
   }
 
@@ -300,7 +323,6 @@ class rank_builder {
   std::int64_t hidden_bytes() const { return k_.activation_bytes; }
 
   void embedding_forward(int mb) {
-    if (dp_) dp_->before_forward(0, 0);
     e_.compute(compute_, {.type = op_type::embedding_fprop, .at = {.micro_batch = mb}}, 0,
                {params(op_type::embedding_fprop)}, {e_.buffer(activation(0, mb))}, 2 * hidden_bytes());
   }
@@ -308,11 +330,9 @@ class rank_builder {
     e_.compute(compute_, {.type = op_type::embedding_bprop, .at = {.micro_batch = mb}}, 0,
                {e_.buffer(activation_grad(0, mb)), grads(op_type::embedding_fprop)},
                {grads(op_type::embedding_fprop)}, 3 * hidden_bytes());
-    if (dp_) dp_->after_backward(0, 0, mb);
   }
   /// Final norm, output layer and loss of micro-batch `mb` (vocabulary-parallel over tp).
-  void head_forward(int chunk, int mb) {
-    if (dp_) dp_->before_forward(chunk, head_holder(chunk));
+  void head_forward(int mb) {
     const int l = w_.num_layers;
     const location at{.micro_batch = mb};
     const int normed = e_.buffer({.kind = buffer_kind::workspace, .of = op_type::layernorm_fprop, .at = at});
@@ -322,7 +342,7 @@ class rank_builder {
     e_.compute(compute_, {.type = op_type::lm_head_fprop, .at = at}, flops, {normed, params(head_weights())},
                {e_.buffer({.kind = buffer_kind::loss, .at = at})});
   }
-  void head_backward(int chunk, int mb) {
+  void head_backward(int mb) {
     const int l = w_.num_layers;
     const location at{.micro_batch = mb};
     const double flops = 2 * w_.gemm_flops(w_.embedding_parameters()) / k_.ranks.tp();
@@ -335,7 +355,6 @@ class rank_builder {
     e_.compute(compute_, {.type = op_type::layernorm_bprop, .at = at}, 0,
                {normed_grad, e_.buffer(activation(l, mb)), grads(op_type::layernorm_fprop)},
                {e_.buffer(activation_grad(l, mb)), grads(op_type::layernorm_fprop)}, 3 * hidden_bytes());
-    if (dp_) dp_->after_backward(chunk, head_holder(chunk), mb);
   }
 
   const step_shape& k_;

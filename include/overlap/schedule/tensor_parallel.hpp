@@ -120,8 +120,8 @@ class tp_builder {
 
   double gemm(std::int64_t parameters) const { return w_.gemm_flops(parameters) / tp_; }
   int ws(op_type of, location at) { return e_.buffer({.kind = buffer_kind::workspace, .of = of, .at = at}); }
-  int params(int l) { return e_.buffer(parameters(op_type::none, l)); }
-  int grads(int l) { return e_.buffer(gradients(op_type::none, l)); }
+  int params(op_type type, int l) { return e_.buffer(parameters(weights_of(type), l)); }
+  int grads(op_type type, int l) { return e_.buffer(gradients(weights_of(type), l)); }
   op_key key(op_type type, location at, op_type slot = op_type::none) const {
     return {.type = type, .slot = slot, .at = at, .recompute = recompute_};
   }
@@ -130,7 +130,7 @@ class tp_builder {
   }
   /// A GEMM of layer `at.layer`'s weights: reads them too.
   void gemm_op(op_type type, location at, double flops, std::vector<int> reads, int out) {
-    reads.push_back(params(at.layer));
+    reads.push_back(params(type, at.layer));
     compute(type, at, flops, std::move(reads), {out});
   }
   void weight_gradient(op_type type, location at, std::vector<int> reads, double flops, int event,
@@ -139,8 +139,8 @@ class tp_builder {
       deferred_.push_back({type, at, std::move(reads), flops, event});
       return;
     }
-    reads.push_back(grads(at.layer));
-    compute(type, at, flops, std::move(reads), {grads(at.layer)});
+    reads.push_back(grads(type, at.layer));
+    compute(type, at, flops, std::move(reads), {grads(type, at.layer)});
   }
   /// The activations of the whole sequence: what an all-gather produces.
   std::int64_t gathered_bytes() const { return w_.tokens() * w_.hidden_size * element_bytes_; }
