@@ -159,6 +159,8 @@ class rank_builder {
       : k_(k), s_(s), r_(r), w_(w), at_(k.ranks.at(rank)), e_(p_) {
     p_.rank = rank;
   }
+  rank_builder(const rank_builder&) = delete;  // the emitter and its hooks point into this object
+  rank_builder& operator=(const rank_builder&) = delete;
 
   program build() && {
     const layout& L = k_.ranks;
@@ -185,7 +187,7 @@ class rank_builder {
     const std::vector<pp_action> order = pipe ? pipe->order() : pipeline_order(0, 1, 1, k_.micro_batches, extra);
     const int warmup = pipeline_warmup(stage, pp, k_.chunks, k_.micro_batches, extra);
 
-    if (dp_) dp_->prologue();
+    dp_->prologue();
     for (std::size_t i = 0; i < order.size(); ++i) {
       const bool paired = k_.combined && steady_pair(i, warmup, order.size());
       const pp_action* fwd = order[i].forward ? &order[i] : nullptr;
@@ -199,7 +201,7 @@ class rank_builder {
     }
     if (moe_) moe_->finish();
     if (pipe) pipe->finish();
-    if (dp_) dp_->epilogue();
+    dp_->epilogue();
     return std::move(p_);
   }
 
