@@ -43,7 +43,7 @@ ov::sim::result one_gemm(Build build) {
 
 /// One ring chunk on an H100 node: a quarter of 4096 tokens x 4096 hidden in bf16 over NVLink.
 double one_chunk_us() {
-  const sc::op chunk{.kind = sc::op_kind::send, .bytes = 4096LL * 4096 * 2 / 4};
+  const sc::op chunk{.kind = sc::op_kind::send, .bytes = 4096LL * 4096 * 2 / 4, .sms = 0};  // copy engine, as TE
   return ov::sim::cost_model(ov::sim::h100_node()).comm_us(chunk, 2, false);
 }
 }  // namespace

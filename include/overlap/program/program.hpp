@@ -57,6 +57,12 @@ struct buffer {
   friend constexpr bool operator==(const buffer&, const buffer&) = default;
 };
 
+/// A GEMM's problem size on this rank: an m x k matrix times a k x n one.
+struct gemm_shape {
+  std::int64_t m = 0, n = 0, k = 0;
+  friend constexpr bool operator==(const gemm_shape&, const gemm_shape&) = default;
+};
+
 /// One issued operation. Fields that an op kind does not use keep their defaults.
 struct op {
   op_kind kind = op_kind::compute;
@@ -69,6 +75,7 @@ struct op {
   std::int64_t bytes = 0;  ///< collective: the full tensor (all_gather output, reduce_scatter
                            ///< input, all_reduce buffer, all_to_all send volume); p2p: message
   double flops = 0;        ///< compute: floating-point operations
+  gemm_shape gemm{};       ///< compute: the GEMM's size (m == 0: not a GEMM, or not modelled as one)
   std::int64_t memory_bytes = 0;  ///< compute: bytes moved to and from device memory
   int event = -1;  ///< record/wait
   /// Communication: the SMs its kernel holds while it runs; -1 for the library's usual figure

@@ -214,16 +214,21 @@ class rank_order {
 /// The node of a global rank with `gpus_per_node` GPUs per node.
 constexpr int node_of(int rank, int gpus_per_node) { return gpus_per_node > 0 ? rank / gpus_per_node : 0; }
 
+/// How many of the peers communication op `o` of program `p` exchanges data with sit on another
+/// node: the other members of a collective's communicator, or a send/recv's peer.
+inline int off_node_peers(const program& p, const op& o, int gpus_per_node) {
+  const auto& members = p.comms[static_cast<std::size_t>(o.comm)].ranks;
+  const int home = node_of(p.rank, gpus_per_node);
+  if (o.kind != op_kind::collective) return node_of(members[static_cast<std::size_t>(o.peer)], gpus_per_node) != home;
+  int off = 0;
+  for (const int r : members) off += node_of(r, gpus_per_node) != home;
+  return off;
+}
+
 /// Whether communication op `o` of program `p` moves data off the node: a collective when any
 /// member of its communicator sits on another node, a send/recv when its peer does.
 inline bool crosses_nodes(const program& p, const op& o, int gpus_per_node) {
-  const auto& members = p.comms[static_cast<std::size_t>(o.comm)].ranks;
-  const int home = node_of(p.rank, gpus_per_node);
-  if (o.kind != op_kind::collective)
-    return node_of(members[static_cast<std::size_t>(o.peer)], gpus_per_node) != home;
-  for (const int r : members)
-    if (node_of(r, gpus_per_node) != home) return true;
-  return false;
+  return off_node_peers(p, o, gpus_per_node) > 0;
 }
 
 }  // namespace overlap::schedule

@@ -111,11 +111,16 @@ class emitter {
   void set_hooks(compute_hooks hooks) { hooks_ = std::move(hooks); }
 
   void compute(int stream, op_key key, double flops, std::vector<int> reads, std::vector<int> writes,
-               std::int64_t memory_bytes = 0) {
+               std::int64_t memory_bytes = 0, gemm_shape gemm = {}) {
     if (hooks_.before) hooks_.before(key);
-    push({.kind = op_kind::compute, .stream = stream, .key = key, .flops = flops,
+    push({.kind = op_kind::compute, .stream = stream, .key = key, .flops = flops, .gemm = gemm,
           .memory_bytes = memory_bytes, .reads = std::move(reads), .writes = std::move(writes)});
     if (hooks_.after) hooks_.after(key);
+  }
+  /// A GEMM of `shape` (its flops follow from it).
+  void gemm(int stream, op_key key, gemm_shape shape, std::vector<int> reads, std::vector<int> writes) {
+    const double flops = 2.0 * static_cast<double>(shape.m) * static_cast<double>(shape.n) * static_cast<double>(shape.k);
+    compute(stream, key, flops, std::move(reads), std::move(writes), 0, shape);
   }
   /// A collective on communicator `comm`, numbered in the communicator's order.
   void collective(int stream, op_key key, schedule::collective c, int comm, std::int64_t bytes,

@@ -46,6 +46,8 @@ class moe_builder {
         ep_stream_(ep_ > 1 ? e.add_stream(stream_role::ep_comm, -1) : compute_stream),
         comm_(ep_ > 1 ? e.comm(ep_group.name, ep_group.ranks) : -1) {
     tokens_ = static_cast<double>(w.tokens()) / tp;
+    tokens_per_rank_ = w.tokens() / tp;
+    hidden_ = w.hidden_size;
     routed_bytes_ = w.tokens() / tp * w.moe_router_topk * w.hidden_size * element_bytes;
     experts_flops_ = 2 * tokens_ * w.moe_router_topk * static_cast<double>(w.expert_parameters(w.moe_ffn_hidden_size));
     shared_flops_ = 2 * tokens_ * static_cast<double>(w.expert_parameters(shape.shared_ffn));
@@ -149,7 +151,8 @@ class moe_builder {
     const int attention = tp.attention_forward(at.layer, at.micro_batch, e_.buffer(activation(at.layer, at.micro_batch)),
                                                recompute_);
     tp_attention_out_ = attention;
-    compute(op_type::router_fprop, at, router_flops_, {attention, params(op_type::router_fprop, at)}, {ws(op_type::router_fprop, at)});
+    e_.gemm(compute_, key(op_type::router_fprop, at), {tokens_per_rank_, shape_.experts, hidden_},
+            {attention, params(op_type::router_fprop, at)}, {ws(op_type::router_fprop, at)});
     compute(op_type::permute_fprop, at, 0, {attention, ws(op_type::router_fprop, at)},
             {tokens(op_type::permute_fprop, at)}, permute_bytes());
   }
@@ -206,6 +209,7 @@ class moe_builder {
   moe_shape shape_;
   int ep_, compute_, ep_stream_, comm_;
   double tokens_ = 0, experts_flops_ = 0, shared_flops_ = 0, router_flops_ = 0;
+  std::int64_t tokens_per_rank_ = 0, hidden_ = 0;
   std::int64_t routed_bytes_ = 0;
   bool recompute_ = false;
   int chain_f_ = -1, chain_b_ = -1;

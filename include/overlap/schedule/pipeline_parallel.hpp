@@ -31,7 +31,6 @@
 #include <overlap/program/program.hpp>
 #include <overlap/schedule/emitter.hpp>
 #include <overlap/schedule/layout.hpp>
-#include <overlap/schedule/tensor_parallel.hpp>
 #include <overlap/schedule/workload.hpp>
 #include <overlap/settings/resolved.hpp>
 #include <overlap/settings/settings.hpp>

@@ -340,9 +340,9 @@ class rank_builder {
     const int normed = e_.buffer({.kind = buffer_kind::workspace, .of = op_type::layernorm_fprop, .at = at});
     e_.compute(compute_, {.type = op_type::layernorm_fprop, .at = at}, 0,
                {e_.buffer(activation(l, mb)), params(op_type::layernorm_fprop)}, {normed}, 2 * hidden_bytes());
-    const double flops = w_.gemm_flops(w_.embedding_parameters()) / k_.ranks.tp();
-    e_.compute(compute_, {.type = op_type::lm_head_fprop, .at = at}, flops, {normed, params(head_weights())},
-               {e_.buffer({.kind = buffer_kind::loss, .at = at})});
+    // Vocabulary-parallel over tp: tokens x hidden times hidden x vocab / tp (the loss is fused).
+    e_.gemm(compute_, {.type = op_type::lm_head_fprop, .at = at}, {w_.tokens(), w_.vocab_size / k_.ranks.tp(), w_.hidden_size},
+            {normed, params(head_weights())}, {e_.buffer({.kind = buffer_kind::loss, .at = at})});
   }
   void head_backward(int mb) {
     const int l = w_.num_layers;

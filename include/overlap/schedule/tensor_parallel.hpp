@@ -74,7 +74,7 @@ class tp_builder {
     const double fc2 = gemm(w_.fc2_parameters()), fc1 = gemm(w_.fc1_parameters());
     const int gathered = gathered_input(op_type::fc2_dgrad, at, grad);
     const int fc2_dgrad = all_gather_gemm(op_type::fc2_dgrad, slots_.fc2_dgrad, at, grad, fc2, gathered);
-    weight_gradient(op_type::fc2_wgrad, at, {gathered, ws(op_type::fc1_fprop, at)}, fc2, -1);
+    weight_gradient(op_type::fc2_wgrad, at, {gathered, ws(op_type::fc1_fprop, at)}, -1);
     return column_backward(op_type::fc1_wgrad, op_type::fc1_dgrad, slots_.fc1_wgrad, slots_.fc1_dgrad, at,
                            fc2_dgrad, saved, fc1, false, -1);
   }
@@ -90,9 +90,10 @@ class tp_builder {
     const double proj = gemm(w_.proj_parameters());
     const int gathered = gathered_input(op_type::proj_dgrad, at, grad);
     const int proj_dgrad = all_gather_gemm(op_type::proj_dgrad, slots_.proj_dgrad, at, grad, proj, gathered);
-    weight_gradient(op_type::proj_wgrad, at, {gathered, ws(op_type::attn_core_fprop, at)}, proj, -1, defer_wgrad);
+    weight_gradient(op_type::proj_wgrad, at, {gathered, ws(op_type::attn_core_fprop, at)}, -1, defer_wgrad);
     const int core = ws(op_type::attn_core_bprop, at);
-    compute(op_type::attn_core_bprop, at, 2 * w_.attention_core_flops() / tp_,
+    // FlashAttention's convention: the backward is 2.5 forwards (five matmuls to two, QK^T again).
+    compute(op_type::attn_core_bprop, at, 2.5 * w_.attention_core_flops() / tp_,
             {proj_dgrad, ws(op_type::qkv_fprop, at)}, {core});
     column_backward(op_type::qkv_wgrad, op_type::qkv_dgrad, slots_.qkv_wgrad, slots_.qkv_dgrad, at, core,
                     saved, gemm(w_.qkv_parameters()), defer_wgrad, out);
@@ -102,7 +103,7 @@ class tp_builder {
   void attention_wgrad() {
     for (const deferred& d : deferred_) {
       if (d.event >= 0) e_.wait(compute_, d.event);
-      weight_gradient(d.type, d.at, d.reads, d.flops, -1);
+      weight_gradient(d.type, d.at, d.reads, -1);
     }
     deferred_.clear();
     if (comm_running_) e_.cross(comm_stream_, compute_);
@@ -114,7 +115,6 @@ class tp_builder {
     op_type type;
     location at;
     std::vector<int> reads;
-    double flops;
     int event;
   };
 
@@ -128,19 +128,39 @@ class tp_builder {
   void compute(op_type type, location at, double flops, std::vector<int> reads, std::vector<int> writes) {
     e_.compute(compute_, key(type, at), flops, std::move(reads), std::move(writes));
   }
-  /// A GEMM of layer `at.layer`'s weights: reads them too.
+  /// The GEMM `type` on this rank over the whole micro-batch: forward m x k (tokens x input
+  /// features) times k x n; its dgrad multiplies by the transposed weight, its wgrad the
+  /// transposed input by the output gradient.
+  gemm_shape shape_of(op_type type) const {
+    const std::int64_t t = w_.tokens(), h = w_.hidden_size, q = w_.query_width(),
+                       kv = 2 * w_.query_groups() * w_.head_size(), f = w_.ffn_hidden_size;
+    const op_type weights = weights_of(type);
+    const gemm_shape fwd = weights == op_type::qkv_fprop    ? gemm_shape{t, (q + kv) / tp_, h}
+                           : weights == op_type::proj_fprop ? gemm_shape{t, h, q / tp_}
+                           : weights == op_type::fc1_fprop  ? gemm_shape{t, 2 * f / tp_, h}
+                                                            : gemm_shape{t, h, f / tp_};
+    if (type == weights) return fwd;
+    const bool wgrad = type == op_type::qkv_wgrad || type == op_type::proj_wgrad || type == op_type::fc1_wgrad ||
+                       type == op_type::fc2_wgrad;
+    return wgrad ? gemm_shape{fwd.k, fwd.n, fwd.m} : gemm_shape{fwd.m, fwd.k, fwd.n};
+  }
+  /// A GEMM of layer `at.layer`'s weights (reads them too); `flops` below the whole GEMM's is a
+  /// chunk of its tokens (ring step, pipelined split).
   void gemm_op(op_type type, location at, double flops, std::vector<int> reads, int out) {
     reads.push_back(params(type, at.layer));
-    compute(type, at, flops, std::move(reads), {out});
+    gemm_shape shape = shape_of(type);
+    const double whole = 2.0 * static_cast<double>(shape.m) * static_cast<double>(shape.n) * static_cast<double>(shape.k);
+    const auto parts = static_cast<std::int64_t>(whole / flops + 0.5);
+    (shape.m == w_.tokens() ? shape.m : shape.k) /= parts > 1 ? parts : 1;
+    e_.gemm(compute_, key(type, at), shape, std::move(reads), {out});
   }
-  void weight_gradient(op_type type, location at, std::vector<int> reads, double flops, int event,
-                       bool defer = false) {
+  void weight_gradient(op_type type, location at, std::vector<int> reads, int event, bool defer = false) {
     if (defer) {
-      deferred_.push_back({type, at, std::move(reads), flops, event});
+      deferred_.push_back({type, at, std::move(reads), event});
       return;
     }
     reads.push_back(grads(type, at.layer));
-    compute(type, at, flops, std::move(reads), {grads(type, at.layer)});
+    e_.gemm(compute_, key(type, at), shape_of(type), std::move(reads), {grads(type, at.layer)});
   }
   /// The activations of the whole sequence: what an all-gather produces.
   std::int64_t gathered_bytes() const { return w_.tokens() * w_.hidden_size * element_bytes_; }
@@ -270,7 +290,7 @@ class tp_builder {
       out = gemm_reduce_scatter(dgrad, dgrad_slot, at, grad, flops, out);
       if (tp_ > 1 && !async) collective(compute_, collective::all_gather, wgrad, at, gathered_bytes(), saved, input);
       if (gathered >= 0 && !defer) e_.wait(compute_, gathered);
-      weight_gradient(wgrad, at, {input, grad}, flops, defer ? gathered : -1, defer);
+      weight_gradient(wgrad, at, {input, grad}, defer ? gathered : -1, defer);
       return out;
     }
     if (out < 0) out = scattered_output(dgrad, at);
@@ -282,12 +302,12 @@ class tp_builder {
     e_.cross(compute_, comm_stream_);
     collective(comm_stream_, collective::reduce_scatter, dgrad, at, gathered_bytes(), dgrad_out, out, dgrad_slot.num_sm);
     if (defer) {  // the reduce-scatter runs on under the deferred weight gradients
-      weight_gradient(wgrad, at, {input, grad}, flops, gathered, true);
+      weight_gradient(wgrad, at, {input, grad}, gathered, true);
       comm_running_ = true;
       return out;
     }
     e_.wait(compute_, gathered);
-    weight_gradient(wgrad, at, {input, grad}, flops, -1);
+    weight_gradient(wgrad, at, {input, grad}, -1);
     e_.cross(comm_stream_, compute_);
     return out;
   }

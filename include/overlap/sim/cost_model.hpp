@@ -1,16 +1,27 @@
 #pragma once
 /// @file
-/// How long an op takes. The analytic default derives compute time from flops and bytes over the
-/// machine's peaks and communication time from the usual ring / all-to-all / p2p formulas; a user
-/// replaces it (for example with measured per-op times) by deriving from `cost_model`.
+/// How long an op takes. The analytic default derives a GEMM's time from its tiles and waves on
+/// the SMs it gets (at the machine's achieved GEMM efficiency), core attention from its flops at a
+/// FlashAttention-class efficiency, other compute from flops or bytes (whichever bounds it), and
+/// communication from ring / all-to-all / p2p formulas over the links its members actually use.
+/// A user replaces it (for example with measured per-op times) by deriving from `cost_model`.
 
 #include <algorithm>
+#include <cstdint>
 #include <utility>
 
 #include <overlap/program/program.hpp>
 #include <overlap/sim/machine.hpp>
 
 namespace overlap::sim {
+
+/// Where a rendezvous' members sit: how many there are, and the most peers on other nodes any
+/// member has (0: all inside one node).
+struct placement {
+  int ranks = 2;
+  int off_node_peers = 0;
+  bool crosses_nodes() const { return off_node_peers > 0; }
+};
 
 class cost_model {
  public:
@@ -21,31 +32,55 @@ class cost_model {
 
   /// A compute op running on `sms` of the GPU's SMs.
   virtual double compute_us(const schedule::op& o, int sms) const {
-    const double share = static_cast<double>(sms) / machine_.sms;
-    const double math = o.flops / (machine_.peak_flops_per_us * share);
-    const double memory = static_cast<double>(o.memory_bytes) / machine_.memory_bytes_per_us;
-    return std::max(math, memory);
+    const sim::machine& m = machine_;
+    const double share = static_cast<double>(sms) / m.sms;
+    const double memory = static_cast<double>(o.memory_bytes) / (m.memory_bytes_per_us * m.memory_efficiency);
+    if (o.gemm.m > 0 && m.gemm_tile_m > 0 && m.gemm_tile_n > 0) {
+      // Each SM computes one output tile per wave; the last wave may be partly idle.
+      const std::int64_t tiles = ceil_div(o.gemm.m, m.gemm_tile_m) * ceil_div(o.gemm.n, m.gemm_tile_n);
+      const std::int64_t waves = ceil_div(tiles, std::max(1, sms));
+      const double tile_flops = 2.0 * m.gemm_tile_m * m.gemm_tile_n * static_cast<double>(o.gemm.k);
+      const double per_sm = m.peak_flops_per_us / m.sms * m.gemm_efficiency;
+      return std::max(static_cast<double>(waves) * tile_flops / per_sm, memory);
+    }
+    double efficiency = m.gemm_efficiency;
+    if (o.key.type == schedule::op_type::attn_core_fprop) efficiency = m.attention_forward_efficiency;
+    if (o.key.type == schedule::op_type::attn_core_bprop) efficiency = m.attention_backward_efficiency;
+    return std::max(o.flops / (m.peak_flops_per_us * share * efficiency), memory);
   }
 
-  /// A collective or p2p op among `ranks` ranks, after every member has launched it.
-  virtual double comm_us(const schedule::op& o, int ranks, bool crosses_nodes) const {
-    const double bw = crosses_nodes ? machine_.network_bytes_per_us : machine_.nvlink_bytes_per_us;
-    const double alpha = crosses_nodes ? machine_.network_latency_us : machine_.nvlink_latency_us;
+  /// A collective or p2p op after every member of its rendezvous has launched it.
+  virtual double comm_us(const schedule::op& o, const placement& where) const {
+    const sim::machine& m = machine_;
+    const bool crosses = where.crosses_nodes();
+    const double alpha = crosses ? m.network_latency_us : m.nvlink_latency_us;
     const double bytes = static_cast<double>(o.bytes);
-    const double p = ranks;
-    if (o.kind != schedule::op_kind::collective) return bytes / bw + alpha;
+    const double p = where.ranks;
+    if (o.kind != schedule::op_kind::collective) {
+      const double link = o.sms == 0 ? m.copy_engine_bytes_per_us : m.p2p_bytes_per_us;
+      return bytes / (crosses ? m.network_bytes_per_us : link > 0 ? link : m.nvlink_bytes_per_us) + alpha;
+    }
+    const double bw = crosses ? m.network_bytes_per_us : m.nvlink_bytes_per_us;
     switch (o.coll) {
+      case schedule::collective::all_to_all: {
+        // Each peer's part goes over the link to it: NVLink inside the node, the NIC across.
+        const double part = bytes / p, off = where.off_node_peers, on = p - 1 - off;
+        return std::max(on * part / m.nvlink_bytes_per_us, off * part / m.network_bytes_per_us) + alpha;
+      }
       case schedule::collective::all_gather:
-      case schedule::collective::reduce_scatter:
-      case schedule::collective::all_to_all:
-        return (p - 1) / p * bytes / bw + (p - 1) * alpha;
-      case schedule::collective::all_reduce:
-        return 2 * (p - 1) / p * bytes / bw + 2 * (p - 1) * alpha;
+      case schedule::collective::reduce_scatter: return (p - 1) / p * bytes / bw + (p - 1) * alpha;
+      case schedule::collective::all_reduce: return 2 * (p - 1) / p * bytes / bw + 2 * (p - 1) * alpha;
     }
     return 0;
   }
+  /// The same among `ranks` ranks, every peer off the node when `crosses_nodes`.
+  double comm_us(const schedule::op& o, int ranks, bool crosses_nodes) const {
+    return comm_us(o, placement{ranks, crosses_nodes ? ranks - 1 : 0});
+  }
 
  private:
+  static std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
   sim::machine machine_;
 };
 

@@ -1,49 +1,89 @@
 #pragma once
 /// @file
-/// A model of the machine a step runs on, and presets for H100 and H200 nodes.
+/// A model of the machine a step runs on, and presets for H100 and H200 nodes. Every constant of
+/// the presets says where it was measured or published, or that no public figure exists.
 
 #include <string>
 
 namespace overlap::sim {
 
 /// Per-GPU figures. Bandwidths are per direction in bytes per microsecond (1 GB/s = 1000 bytes/us);
-/// latencies and costs in microseconds.
+/// latencies and costs in microseconds. Efficiencies are the achieved fraction of a peak; the
+/// defaults (1, no tiles) make a machine whose ops run exactly at its peaks.
 struct machine {
   std::string name;
   int sms = 132;                    ///< streaming multiprocessors per GPU
   double peak_flops_per_us = 0;     ///< dense bf16 tensor throughput of the whole GPU
   double memory_bytes_per_us = 0;   ///< HBM bandwidth
   int gpus_per_node = 8;
-  double nvlink_bytes_per_us = 0;   ///< per GPU, per direction, inside a node
+  double nvlink_bytes_per_us = 0;   ///< per GPU, per direction, inside a node: collectives' bus bandwidth
   double nvlink_latency_us = 0;     ///< per ring step / message inside a node
   double network_bytes_per_us = 0;  ///< per GPU, per direction, across nodes
   double network_latency_us = 0;
   double launch_us = 0;             ///< host cost to issue one op (kernel launch, NCCL call)
   int comm_sms = 0;                 ///< SMs a collective kernel occupies
   int p2p_sms = 0;                  ///< SMs a send or recv kernel occupies
+  double gemm_efficiency = 1;       ///< achieved fraction of the tensor peak by a large GEMM
+  int gemm_tile_m = 0;              ///< output tile one SM computes per wave (0: no wave model)
+  int gemm_tile_n = 0;
+  double attention_forward_efficiency = 1;   ///< core attention (FlashAttention-class), forward
+  double attention_backward_efficiency = 1;  ///< and backward (2.5 forwards of flops)
+  double memory_efficiency = 1;     ///< achieved fraction of HBM bandwidth by memory-bound kernels
+  double p2p_bytes_per_us = 0;      ///< NCCL send/recv over NVLink (0: nvlink_bytes_per_us)
+  double copy_engine_bytes_per_us = 0;  ///< copy-engine peer transfers over NVLink (0: nvlink)
 };
 
-/// An 8-GPU H100 SXM node: 989 TFLOP/s dense bf16, 132 SMs, 3.35 TB/s HBM3, NVLink 4 at 450 GB/s
-/// per direction, one 400 Gb/s NIC (50 GB/s) per GPU. Latencies and launch cost are typical NCCL
-/// and CUDA launch figures, and the SMs of communication kernels typical channel counts (NCCL runs
-/// one block per channel: many for collectives, a few per peer for send/recv), not measurements of
-/// ours.
+/// An 8-GPU H100 SXM node. Sources (figures collected in `shared/reference/hardware.md`):
+/// - 132 SMs, 989.4 TFLOP/s dense bf16, 3.35 TB/s HBM3: NVIDIA H100 datasheet.
+/// - GEMMs: cuBLAS bf16 reaches 797.8 TFLOP/s at 8192^3 (pranjalssh/fast.cu README; 797.5 in the
+///   size sweep of zzc0721/torch-performance-test-data issue #79), 0.806 of peak. Hopper's best
+///   bf16 kernels compute 128 x 256 output tiles, one per SM per wave (fast.cu kernels 5-7;
+///   cuBLAS sm90 kernel names show 128x128 and 256x128 tiles). With those tiles the model gives
+///   192 / 767 / 767 TFLOP/s at 1024^3 / 2048^3 / 4096^3 against the sweep's measured 177 / 677 /
+///   789.
+/// - Attention: FlashAttention-3, causal, head dim 128, 4k tokens, bf16: forward 1237 us and
+///   backward 4643 us for B 4, H 48 (meta-pytorch/tritonbench PR #1267), i.e. ~667 and ~444
+///   TFLOP/s with the backward counted as 2.5 forwards (Dao-AILab/flash-attention issue #1525):
+///   0.675 and 0.449 of peak.
+/// - Memory-bound kernels: up to 3,000 GB/s on the 3.35 TB/s HBM3 of an H800 SXM5 (FlashMLA
+///   README), 0.9. No public STREAM figure for H100 or H200 was found.
+/// - NVLink: ring collectives inside a node reach ~360 GB/s bus bandwidth ("exactly what we'd
+///   expect on H100", NVIDIA/nccl-tests issue #326; ~370 in issue #212); NCCL send/recv between
+///   two GPUs plateaus at ~180 GB/s (nccl-tests issue #268, a user's measurement); copy-engine
+///   peer writes reach 371-377 GB/s one way (NVIDIA/nccl issue #1264).
+/// - Network: one 400 Gb/s NDR NIC per GPU; expect 46-48 GB/s per NIC (NCCL maintainer,
+///   nccl-tests issues #290 and #267): 47.
+/// - Latency: a ring all-reduce of a few bytes over 8 GPUs takes ~34 us in 14 ring steps on a
+///   DGX-A100 (nccl-tests issue #123), ~2.5 us a step; no public per-step figure for H100 or for the
+///   network hop was found, 8 us is an estimate.
+/// - Launch: 3.0-3.3 us per raw kernel launch (meta-pytorch/tritonbench PR #1017): 3.
+/// - SMs of communication: NCCL runs one CTA per channel, ~16 channels on a DGX with 8 NICs
+///   (NVIDIA/nccl issue #689); no public figure for send/recv kernels, 2 is an estimate.
 inline machine h100_node() {
   return machine{.name = "h100",
                  .sms = 132,
                  .peak_flops_per_us = 989.4e6,
                  .memory_bytes_per_us = 3.35e6,
                  .gpus_per_node = 8,
-                 .nvlink_bytes_per_us = 450e3,
-                 .nvlink_latency_us = 3,
-                 .network_bytes_per_us = 50e3,
+                 .nvlink_bytes_per_us = 360e3,
+                 .nvlink_latency_us = 2.5,
+                 .network_bytes_per_us = 47e3,
                  .network_latency_us = 8,
-                 .launch_us = 4,
+                 .launch_us = 3,
                  .comm_sms = 16,
-                 .p2p_sms = 2};
+                 .p2p_sms = 2,
+                 .gemm_efficiency = 0.806,
+                 .gemm_tile_m = 128,
+                 .gemm_tile_n = 256,
+                 .attention_forward_efficiency = 0.675,
+                 .attention_backward_efficiency = 0.449,
+                 .memory_efficiency = 0.9,
+                 .p2p_bytes_per_us = 180e3,
+                 .copy_engine_bytes_per_us = 374e3};
 }
 
-/// An 8-GPU H200 node: the H100's compute and links with 4.8 TB/s HBM3e.
+/// An 8-GPU H200 node: the H100's compute and links with 4.8 TB/s HBM3e (NVIDIA H200 product page);
+/// the achieved fractions are the H100's (no public H200 measurement was found).
 inline machine h200_node() {
   machine m = h100_node();
   m.name = "h200";

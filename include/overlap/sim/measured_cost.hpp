@@ -238,9 +238,10 @@ class measured_cost_model : public cost_model {
     return us ? *us * machine().sms / sms : cost_model::compute_us(o, sms);
   }
 
-  double comm_us(const schedule::op& o, int ranks, bool crosses_nodes) const override {
+  using cost_model::comm_us;
+  double comm_us(const schedule::op& o, const placement& where) const override {
     const auto us = comm_.find(o.key);
-    return us ? *us : cost_model::comm_us(o, ranks, crosses_nodes);
+    return us ? *us : cost_model::comm_us(o, where);
   }
 
  private:

@@ -55,6 +55,9 @@ struct op_state {
   double start = never;  ///< compute: kernel start; comm: transfer start
   double end = never;
   int sms = 0;
+  /// Compute: the share of the op's work done by `since`, and its duration on its current SMs;
+  /// when its SMs change, the rest takes what the cost model says for the new count.
+  double done = 0, since = 0, duration = 0;
   long group = -1;  ///< rendezvous group for communication ops
 };
 
@@ -161,8 +164,12 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
       if (ranks[mem.program].ops[mem.op].now != state::launched) return false;
     const schedule::program& first = programs[members.front().program];
     const schedule::op& o = first.ops[members.front().op];
-    const bool crosses = schedule::crosses_nodes(first, o, m.gpus_per_node);
-    const double end = t + cost.comm_us(o, static_cast<int>(members.size()), crosses);
+    placement where{static_cast<int>(members.size()), 0};
+    for (const auto& mem : members)
+      where.off_node_peers = std::max(where.off_node_peers,
+                                      schedule::off_node_peers(programs[mem.program], programs[mem.program].ops[mem.op],
+                                                               m.gpus_per_node));
+    const double end = t + cost.comm_us(o, where);
     for (const auto& mem : members) {
       auto& s = ranks[mem.program].ops[mem.op];
       s.now = state::running;
@@ -173,19 +180,27 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
     return true;
   };
 
+  // A running compute op's SMs become `sms` at `t`: the work left runs at the new count's speed.
+  const auto resize = [&](std::size_t pi, std::size_t i, int sms, double t) {
+    detail::op_state& s = ranks[pi].ops[i];
+    s.done = std::min(1.0, s.done + (s.duration > 0 ? (t - s.since) / s.duration : 1.0));
+    s.since = t;
+    s.sms = sms;
+    s.duration = cost.compute_us(programs[pi].ops[i], sms);
+    s.end = t + (1 - s.done) * s.duration;
+    running.emplace(s.end, pi, i);  // the earlier entry is now stale and skipped
+  };
   // Moves up to `count` SMs from the rank's running compute ops to its free pool.
   const auto take_sms = [&](std::size_t pi, int count, double t) {
     detail::rank_state& rs = ranks[pi];
     for (const std::size_t i : rs.running_compute) {
       if (count <= 0) break;
-      detail::op_state& s = rs.ops[i];
-      if (s.sms < 2) continue;
-      const int taken = std::min(count, s.sms - 1);
-      s.end = t + (s.end - t) * s.sms / (s.sms - taken);
-      s.sms -= taken;
+      const int have = rs.ops[i].sms;
+      if (have < 2) continue;
+      const int taken = std::min(count, have - 1);
+      resize(pi, i, have - taken, t);
       rs.free_sms += taken;
       count -= taken;
-      running.emplace(s.end, pi, i);  // the earlier entry is now stale and skipped
     }
   };
   // Returns free SMs to the rank's running compute ops that were slowed, which speed up again.
@@ -193,13 +208,11 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
     detail::rank_state& rs = ranks[pi];
     for (const std::size_t i : rs.running_compute) {
       if (rs.free_sms <= 0) break;
-      detail::op_state& s = rs.ops[i];
-      if (s.sms >= m.sms) continue;
-      const int given = std::min(rs.free_sms, m.sms - s.sms);
-      s.end = t + (s.end - t) * s.sms / (s.sms + given);
-      s.sms += given;
+      const int have = rs.ops[i].sms;
+      if (have >= m.sms) continue;
+      const int given = std::min(rs.free_sms, m.sms - have);
       rs.free_sms -= given;
-      running.emplace(s.end, pi, i);
+      resize(pi, i, have + given, t);
     }
   };
 
@@ -268,8 +281,9 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
               s.sms = rs.free_sms;
               rs.free_sms = 0;
               s.now = state::running;
-              s.start = t;
-              s.end = t + cost.compute_us(o, s.sms);
+              s.start = s.since = t;
+              s.duration = cost.compute_us(o, s.sms);
+              s.end = t + s.duration;
               running.emplace(s.end, pi, i);
               rs.running_compute.push_back(i);
             } else {
