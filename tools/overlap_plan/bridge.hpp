@@ -33,9 +33,9 @@ namespace ov = overlap;
 
 /// What the command line adds to a config.
 struct read_options {
-  std::optional<int> world_size;            ///< --world-size: dp = world / (tp x pp x cp)
-  std::optional<ov::gpu_model> gpu;          ///< --gpu
-  std::optional<ov::version> te_version;     ///< --te-version
+  std::optional<int> world_size{};          ///< --world-size: dp = world / (tp x pp x cp)
+  std::optional<ov::gpu_model> gpu{};        ///< --gpu
+  std::optional<ov::version> te_version{};   ///< --te-version
   bool process_environment = true;           ///< the launcher's environment wins over env_vars (PREC-9)
 };
 
