@@ -184,6 +184,10 @@ inline document parse_text(std::string_view text, const std::string& name, bool 
       const auto colon = what.find("syntax error");
       throw input_error(name + ":" + detail::line_column(text, e.byte == 0 ? 0 : e.byte - 1) + ": invalid JSON: " +
                         (colon == std::string::npos ? what : what.substr(colon)));
+    } catch (const json::exception& e) {  // e.g. a number too large for a double
+      const std::string what = e.what();
+      const auto bracket = what.find("] ");
+      throw input_error(name + ": invalid JSON: " + (bracket == std::string::npos ? what : what.substr(bracket + 2)));
     }
     // Depth and size of a JSON tree (nlohmann parses without recursion; the checks below don't).
     std::size_t nodes = 0;
