@@ -19,7 +19,7 @@
 #include <overlap/config/ub_presets.hpp>
 #include <overlap/rules/derive.hpp>
 #include <overlap/schedule/workload.hpp>
-#include <overlap/settings/reflect.hpp>
+#include <overlap/settings/reflect_settings.hpp>
 
 #include "tree.hpp"
 
