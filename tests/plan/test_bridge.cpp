@@ -1,0 +1,187 @@
+// The overlap-plan reader: settings -> Bridge YAML -> settings is the identity over the
+// check/validate sweep, with the same rule ids; the valid examples' Bridge configs resolve as
+// their config types do; bad input gets one message naming the place and the field.
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include <overlap/overlap.hpp>
+#include <overlap/rules/validate.hpp>
+
+#include "../sweep.hpp"
+#include "bridge.hpp"
+
+namespace ov = overlap;
+namespace op = overlap_plan;
+
+namespace sweep {
+ov::settings settings_of(std::size_t i);
+}
+
+namespace {
+
+op::bridge_config read_text(const std::string& yaml, const op::read_options& opt = {.process_environment = false}) {
+  return op::read_config(op::parse_text(yaml, "test.yaml", false), opt);
+}
+
+bool has_note(const op::bridge_config& c, const std::string& text) {
+  for (const std::string& n : c.notes)
+    if (n.find(text) != std::string::npos) return true;
+  return false;
+}
+
+std::string ids(const ov::report& r) {
+  std::string out;
+  for (const auto& d : r) (out += d.id) += ' ';
+  return out;
+}
+
+op::bridge_config read_example(const char* name) {
+  return op::read_config(op::read_file(std::string(OVERLAP_SOURCE_DIR) + "/tests/plan/examples/" + name),
+                         {.process_environment = false});
+}
+
+}  // namespace
+
+TEST_CASE("settings -> Bridge YAML -> settings is the identity over the sweep, with the same rule ids") {
+  int valid = 0;
+  for (std::size_t i = 0; i < 2000; ++i) {
+    const ov::settings s = sweep::settings_of(i);
+    const std::string yaml = op::to_yaml(op::write_config(s));
+    const op::bridge_config back = read_text(yaml);
+    INFO("configuration " << i << "\n" << yaml);
+    REQUIRE(back.settings == s);
+    const ov::report a = ov::validate(s), b = ov::validate(back.settings);
+    CHECK(ids(a) == ids(b));
+    valid += a.ok();
+  }
+  CHECK(valid > 100);  // the sweep reaches valid configurations as well as invalid ones
+}
+
+TEST_CASE("the same round trip through JSON") {
+  for (std::size_t i = 0; i < 300; ++i) {
+    const ov::settings s = sweep::settings_of(i);
+    const op::bridge_config back =
+        op::read_config(op::parse_text(op::write_config(s).dump(), "test.json", true), {.process_environment = false});
+    REQUIRE(back.settings == s);
+  }
+}
+
+TEST_CASE("the valid examples' Bridge configs resolve as their config types") {
+  using quick_start = ov::config<ov::tp<4>, ov::sequence_parallel<>, ov::pp<4>, ov::vpp<2>, ov::dp<8>, ov::ep<16>, ov::etp<1>,
+                                 ov::distributed_optimizer<>, ov::num_moe_experts<128>,
+                                 ov::moe_token_dispatcher_type<ov::dispatcher::alltoall>, ov::precision<ov::dtype::bf16>,
+                                 ov::tp_comm_overlap<>, ov::overlap_moe_expert_parallel_comm<>, ov::delay_wgrad_compute<>>;
+  using llama_70b = ov::config<ov::tp<4>, ov::sequence_parallel<>, ov::tp_comm_overlap<>,
+                               ov::tp_comm_overlap_cfg<ov::ub::userbuffers_bf16_h100_h8192_tp4_mbs1_seqlen8192>, ov::pp<4>,
+                               ov::vpp<5>, ov::dp<4>, ov::distributed_optimizer<>, ov::precision<ov::dtype::bf16>,
+                               ov::gpu<ov::gpu_model::h100>>;
+  using qwen3 = ov::config<ov::tp<1>, ov::pp<1>, ov::dp<16>, ov::ep<16>, ov::num_moe_experts<128>,
+                           ov::moe_token_dispatcher_type<ov::dispatcher::alltoall>, ov::precision<ov::dtype::bf16>,
+                           ov::distributed_optimizer<>, ov::overlap_moe_expert_parallel_comm<>,
+                           ov::delay_wgrad_compute<>, ov::te_version<2, 8, 0>, ov::gpu<ov::gpu_model::h100>>;
+  const auto same = [](const op::bridge_config& c, const ov::resolved_settings& r) {
+    const ov::report rep = ov::validate(c.settings);
+    REQUIRE(rep.ok());
+    CHECK(*rep.resolved == r);
+  };
+  same(read_example("quick_start.yaml"), quick_start::resolved);
+  same(read_example("dense_tp_pp_dp.yaml"), llama_70b::resolved);
+  same(read_example("moe_qwen3_30b_a3b.yaml"), qwen3::resolved);
+  CHECK(read_example("dense_tp_pp_dp.yaml").workload.micro_batches == 4);  // 16 / (1 x dp 4)
+}
+
+TEST_CASE("where Bridge keeps one value twice, upstream's precedence decides and a note says so") {
+  SUBCASE("comm_overlap overwrites the model's copy (PREC-4)") {
+    const op::bridge_config c = read_text(
+        "model: {overlap_moe_expert_parallel_comm: true, delay_wgrad_compute: true}\n"
+        "comm_overlap: {delay_wgrad_compute: false}\n");
+    CHECK(c.settings.delay_wgrad_compute == false);
+    CHECK(!c.settings.overlap_moe_expert_parallel_comm);
+    CHECK(c.path_of.at("delay_wgrad_compute") == "comm_overlap.delay_wgrad_compute");
+    std::string notes;
+    for (const auto& n : c.notes) notes += n + "\n";
+    CHECK(notes.find("model.overlap_moe_expert_parallel_comm = true has no effect") != std::string::npos);
+    CHECK(notes.find("model.delay_wgrad_compute = true has no effect") != std::string::npos);
+  }
+  SUBCASE("without comm_overlap the model's value stands") {
+    const op::bridge_config c = read_text("model: {delay_wgrad_compute: true}\n");
+    CHECK(c.settings.delay_wgrad_compute == true);
+  }
+  SUBCASE("ddp and optimizer disagree on the distributed optimizer (DP-6)") {
+    const op::bridge_config c = read_text("ddp: {use_distributed_optimizer: false}\noptimizer: {use_distributed_optimizer: true}\n");
+    CHECK(c.settings.distributed_optimizer);
+    CHECK(has_note(c, "Bridge turns both on (DP-6)"));
+  }
+  SUBCASE("mixed_precision over the model") {
+    const op::bridge_config c = read_text("model: {bf16: false, fp16: true}\nmixed_precision: {bf16: true}\n");
+    CHECK(c.settings.precision == ov::dtype::bf16);
+    CHECK(has_note(c, "Bridge applies mixed_precision over the model"));
+  }
+  SUBCASE("dp from the world size (DP-4)") {
+    const op::bridge_config c = read_text("model: {tensor_model_parallel_size: 2, pipeline_model_parallel_size: 2}\n",
+                                          {.world_size = 32, .process_environment = false});
+    CHECK(c.settings.data_parallel_size == 8);
+    CHECK_THROWS_AS(read_text("model: {tensor_model_parallel_size: 3}\n", {.world_size = 32, .process_environment = false}),
+                    op::input_error);
+  }
+}
+
+TEST_CASE("unknown fields are ignored, _call_ objects skipped, known-but-unmodelled fields noted") {
+  const op::bridge_config c = read_text(
+      "_target_: megatron.bridge.training.config.ConfigContainer\n"
+      "model:\n  _target_: x.Provider\n  params_dtype: {_call_: false, _target_: torch.bfloat16}\n"
+      "  rotary_base: 500000\n  tensor_model_parallel_size: 2\n"
+      "ddp: {use_megatron_fsdp: true}\nlogger: {log_interval: 10}\n");
+  CHECK(c.settings.tensor_model_parallel_size == 2);
+  bool fsdp = false;
+  for (const auto& n : c.notes) fsdp = fsdp || n.find("ddp.use_megatron_fsdp = true is not honoured") != std::string::npos;
+  CHECK(fsdp);
+}
+
+TEST_CASE("bad input: one message with the place and the field") {
+  const auto message = [](const std::string& yaml) {
+    try {
+      read_text(yaml);
+    } catch (const op::input_error& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  CHECK(message("model:\n  tensor_model_parallel_size: \"four\"\n") ==
+        "test.yaml:2:31: model.tensor_model_parallel_size: expected an integer, got \"four\"");
+  CHECK(message("model:\n  moe_token_dispatcher_type: alltoal\n") ==
+        "test.yaml:2:30: model.moe_token_dispatcher_type: unknown value \"alltoal\"; expected one of allgather, alltoall, flex");
+  const std::string negative = message("model: {pipeline_model_parallel_size: -2}\n");
+  CHECK(negative.starts_with("test.yaml:1:"));
+  CHECK(negative.find(": model.pipeline_model_parallel_size: a parallel size must be at least 1, got -2") != std::string::npos);
+  CHECK(message("model: [1, 2]\n") == "test.yaml:1:8: model: expected a section (a mapping), got a list");
+  CHECK(message("model:\n  a: [1\n").find("test.yaml:") == 0);
+  CHECK(message("").find("the file is empty") != std::string::npos);
+  CHECK(message("- 1\n- 2\n").find("not a mapping of sections") != std::string::npos);
+  CHECK(message("model: {tensor_model_parallel_size: 99999999999999999999}\n").find("expected an integer") != std::string::npos);
+  CHECK(message("a: &x [*x, *x]\n").find("test.yaml") == 0);
+  CHECK(message("model: {recompute_modules: [core_attn, mo]}\n").find("model.recompute_modules[1]: unknown value \"mo\"") != std::string::npos);
+  CHECK(message("comm_overlap: {tp_comm_overlap_cfg: nope}\n").find("unknown userbuffer preset") != std::string::npos);
+}
+
+TEST_CASE("Hydra overrides apply on top, with their own place in messages") {
+  op::document doc = op::parse_text("model: {tensor_model_parallel_size: 2}\n", "test.yaml", false);
+  op::apply_override(doc, "model.tensor_model_parallel_size=4");
+  op::apply_override(doc, "+comm_overlap.tp_comm_overlap=true");
+  op::apply_override(doc, "model.recompute_modules=[core_attn,mlp]");
+  op::bridge_config c = op::read_config(doc, {.process_environment = false});
+  CHECK(c.settings.tensor_model_parallel_size == 4);
+  CHECK(c.settings.tp_comm_overlap == true);
+  CHECK(c.settings.recompute_modules.contains(ov::module::mlp));
+  op::apply_override(doc, "model.sequence_parallel=yes");
+  try {
+    op::read_config(doc, {.process_environment = false});
+    FAIL("no error");
+  } catch (const op::input_error& e) {
+    CHECK(std::string(e.what()) == "override 'model.sequence_parallel=yes': model.sequence_parallel: expected true or false, got \"yes\"");
+  }
+  CHECK_THROWS_AS(op::apply_override(doc, "model.tensor_model_parallel_size.x=1"), op::input_error);
+  op::apply_override(doc, "~model.sequence_parallel");
+  CHECK(op::read_config(doc, {.process_environment = false}).settings.sequence_parallel == false);
+}

@@ -1,0 +1,752 @@
+// overlap-plan: checks a Megatron-Bridge config with the rule table of `overlap`, simulates its
+// step with and without overlap, and searches the overlap knobs it leaves free. See --help.
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <overlap/plan/plan.hpp>
+#include <overlap/rules/validate.hpp>
+#include <overlap/settings/print.hpp>
+#include <overlap/sim/machine.hpp>
+#include <overlap/trace/chrome_trace.hpp>
+#include <overlap/trace/svg_timeline.hpp>
+
+#include "bridge.hpp"
+
+namespace {
+
+namespace ov = overlap;
+using overlap_plan::input_error;
+using overlap_plan::json;
+
+constexpr const char* help_text = R"(overlap-plan: check, explain, simulate and tune the communication overlap of a
+Megatron-Bridge config, with the rule table of the overlap library.
+
+usage:
+  overlap-plan check    CONFIG [options] [OVERRIDE...]
+  overlap-plan simulate CONFIG [options] [--machine h100|h200] [--out DIR] [OVERRIDE...]
+  overlap-plan tune     CONFIG [options] [--machine h100|h200] [OVERRIDE...]
+
+CONFIG is Bridge's ConfigContainer dump: YAML (cfg.to_yaml()) or the same as JSON (.json, or a
+file that starts with '{'). OVERRIDE is Hydra style, applied on top in order:
+  model.tensor_model_parallel_size=4   +comm_overlap.delay_wgrad_compute=true   ~ddp.bucket_size
+
+check     validates the config (same rule ids and messages as the C++ static_asserts), names the
+          config field behind each violation and the overrides that fix it, prints the resolved
+          settings, the environment as export lines, and the notes.
+simulate  simulates one training step with the config's overlap and with every overlap off on a
+          model of an H100/H200 node: step time and exposed communication per family; with
+          --out DIR writes DIR/step.json (Perfetto / chrome://tracing, every rank) and
+          DIR/step.svg (one row per stream of each distinct rank role).
+tune      tries the overlap knobs the config leaves unset (EP overlap and delayed wgrad,
+          bucket_size, overlap_param_gather, TP userbuffer slots, CUDA_DEVICE_MAX_CONNECTIONS,
+          p2p mode), keeps the combinations the rule table accepts, simulates each and prints
+          them ranked, then the best as Bridge overrides and as a YAML fragment.
+
+options:
+  --world-size N     GPUs of the run: data_parallel_size = N / (tp x pp x cp), as Bridge derives
+                     it (else comm_overlap.data_parallel_size, else 1)
+  --gpu NAME         a100 h100 h200 b200 b300 gb200 gb300 (rules ENV-1, ENV-6, EP-21, FX-3);
+                     also overlap_plan.gpu in the config
+  --te-version X.Y.Z the Transformer Engine version (TE rules apply only when it is given);
+                     also overlap_plan.te_version
+  --machine NAME     simulate/tune: h100 (default) or h200
+  --out DIR          simulate: write the trace and the picture there
+  --ignore-environment   do not read CUDA_DEVICE_MAX_CONNECTIONS / NVTE_*_LAYERNORM_SM_MARGIN
+                     from the environment (by default it wins over env_vars, as in Bridge)
+  --json             machine-readable output on stdout
+  -h, --help         this text
+
+exit status: 0 valid, 1 rule violations, 2 the config (or the command line) cannot be read or
+used; the message names the file, line and column, or the field.
+)";
+
+struct cli {
+  std::string command, config, machine = "h100", out;
+  std::vector<std::string> overrides;
+  overlap_plan::read_options read;
+  bool json_output = false;
+};
+
+[[noreturn]] void usage_error(const std::string& what) {
+  throw input_error(what + " (overlap-plan --help)");
+}
+
+cli parse_args(int argc, char** argv) {
+  cli c;
+  std::vector<std::string> args(argv + 1, argv + argc);
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    const auto value = [&]() -> std::string {
+      if (i + 1 >= args.size()) usage_error(a + " needs a value");
+      return args[++i];
+    };
+    if (a == "-h" || a == "--help") {
+      c.command = "help";
+      return c;
+    }
+    if (a == "--json") c.json_output = true;
+    else if (a == "--ignore-environment") c.read.process_environment = false;
+    else if (a == "--world-size") {
+      const json v = overlap_plan::detail::plain_scalar(value());
+      if (!v.is_number_integer() || v.get<std::int64_t>() < 1 || v.get<std::int64_t>() > 1 << 24)
+        usage_error("--world-size needs a positive integer");
+      c.read.world_size = static_cast<int>(v.get<std::int64_t>());
+    } else if (a == "--gpu") {
+      overlap_plan::document d;
+      d.name = "--gpu";
+      c.read.gpu = overlap_plan::detail::to_enum<ov::gpu_model>(d, "gpu", json(value()));
+    } else if (a == "--te-version") {
+      overlap_plan::document d;
+      d.name = "--te-version";
+      c.read.te_version = overlap_plan::detail::to_version(d, "te_version", json(value()));
+    } else if (a == "--machine") {
+      c.machine = value();
+      if (c.machine != "h100" && c.machine != "h200") usage_error("--machine is h100 or h200");
+    } else if (a == "--out") c.out = value();
+    else if (a.starts_with("--")) usage_error("unknown option " + a);
+    else if (c.command.empty()) c.command = a;
+    else if (c.config.empty() && a.find('=') == std::string::npos && !a.starts_with("~")) c.config = a;
+    else c.overrides.push_back(a);
+  }
+  if (c.command.empty()) usage_error("no command: check, simulate or tune");
+  if (c.command != "check" && c.command != "simulate" && c.command != "tune")
+    usage_error("unknown command " + c.command);
+  if (c.config.empty()) usage_error(c.command + " needs a CONFIG file");
+  return c;
+}
+
+// ---- values as text and JSON, from the reflected field lists ---------------------------------
+
+json resolved_json(const ov::resolved_settings& r) {
+  json out = json::object();
+  ov::reflect::for_each_field(r, [&](std::string_view name, const auto& v) {
+    using T = std::remove_cvref_t<decltype(v)>;
+    if constexpr (std::is_same_v<T, ov::ub::resolved_config>) {
+      if (!r.tp_comm_overlap) return;
+      json slots = json::object();
+      for (const ov::ub::slot_id id : ov::ub::all_slots)
+        slots[std::string(ov::ub::to_string(id))] = overlap_plan::detail::slot_tree(v[id]);
+      out[std::string(name)] = slots;
+    } else if constexpr (overlap_plan::detail::is_optional<T>::value) {
+      out[std::string(name)] = v ? json(*v) : json();
+    } else {
+      out[std::string(name)] = v;
+    }
+  });
+  return out;
+}
+
+json environment_json(const ov::resolved_settings& r) {
+  std::ostringstream text;
+  ov::write_environment(text, r);
+  json out = json::object();
+  std::string line;
+  std::istringstream in(text.str());
+  while (std::getline(in, line)) {
+    const auto eq = line.find('=');
+    out[line.substr(7, eq - 7)] = std::stoi(line.substr(eq + 1));
+  }
+  return out;
+}
+
+/// A settings field's value as a Bridge override value ("true", "alltoall", "null", "[a,b]").
+template <class T>
+std::string override_value(const T& v) {
+  if constexpr (overlap_plan::detail::is_optional<T>::value) {
+    if (!v) return "null";
+    return override_value(*v);
+  } else if constexpr (std::is_same_v<T, bool>) {
+    return v ? "true" : "false";
+  } else if constexpr (std::is_enum_v<T>) {
+    return std::string(ov::to_string(v));
+  } else if constexpr (overlap_plan::detail::is_enum_set<T>::value) {
+    std::string out = "[";
+    for (const auto& x : overlap_plan::detail::enum_list(v)) out += (out.size() > 1 ? "," : "") + x.template get<std::string>();
+    return out + "]";
+  } else if constexpr (std::is_arithmetic_v<T>) {
+    return std::to_string(v);
+  } else {
+    return "...";
+  }
+}
+
+/// The override that sets settings field `field` to `v`, at the place the config reads it from.
+template <class T>
+std::string override_for(const overlap_plan::bridge_config& c, std::string_view field, const T& v) {
+  const std::string path = c.path_of.at(std::string(field));
+  if constexpr (std::is_same_v<T, ov::dtype>) {
+    const std::string section = path.substr(0, path.find('.'));
+    if (v == ov::dtype::fp32) return section + ".bf16=false " + section + ".fp16=false";
+    return section + "." + std::string(ov::to_string(v)) + "=true";
+  } else {
+    if constexpr (std::is_same_v<T, bool>)
+      if (field == "use_dist_ckpt") return std::string("checkpoint.ckpt_format=") + (v ? "torch_dist" : "torch");
+    if (path.starts_with("--")) return path + " " + override_value(v);
+    if (path.starts_with("environment ")) return "(environment) " + path.substr(12) + "=" + override_value(v);
+    return path + "=" + override_value(v);
+  }
+}
+
+// ---- check ------------------------------------------------------------------------------------
+
+struct violation {
+  ov::diagnostic d;
+  std::vector<std::string> fixes;   ///< overrides that clear it without breaking another rule
+  std::vector<std::string> fields;  ///< config paths the fixes touch that the config sets
+};
+
+std::set<std::string_view> violated_ids(const ov::settings& s) {
+  std::set<std::string_view> out;
+  for (const ov::diagnostic& d : ov::validate(s)) out.insert(d.id);
+  return out;
+}
+
+/// For each violated rule, the single-field changes that clear it and break nothing else: every
+/// reflected field is tried with its other values (a flag flipped or unset, an enum's other
+/// values, an optional emptied, a list without one of its entries).
+std::vector<violation> explain(const overlap_plan::bridge_config& c, const overlap_plan::document& doc,
+                               const ov::report& rep) {
+  const std::set<std::string_view> before = violated_ids(c.settings);
+  std::vector<violation> out;
+  for (const ov::diagnostic& d : rep) out.push_back({d, {}, {}});
+  ov::reflect::for_each_field(c.settings, [&](std::string_view field, const auto& current) {
+    using T = std::remove_cvref_t<decltype(current)>;
+    std::vector<T> alternatives;
+    if constexpr (std::is_same_v<T, bool>) {
+      alternatives.push_back(!current);
+    } else if constexpr (std::is_same_v<T, std::optional<bool>>) {
+      if (current) alternatives.push_back(!*current);  // unsetting reads like false: not offered twice
+      else alternatives = {true, false};
+    } else if constexpr (std::is_enum_v<T>) {
+      for (std::size_t i = 0; i < ov::enum_info<T>::count; ++i)
+        if (static_cast<T>(i) != current) alternatives.push_back(static_cast<T>(i));
+    } else if constexpr (overlap_plan::detail::is_optional<T>::value) {
+      using V = typename T::value_type;
+      if (current) alternatives.push_back(T{});
+      if constexpr (std::is_enum_v<V>)
+        for (std::size_t i = 0; i < ov::enum_info<V>::count; ++i)
+          if (!current || static_cast<V>(i) != *current) alternatives.push_back(static_cast<V>(i));
+    } else if constexpr (overlap_plan::detail::is_enum_set<T>::value) {
+      using E = typename overlap_plan::detail::is_enum_set<T>::element;
+      for (std::size_t i = 0; i < ov::enum_info<E>::count; ++i)
+        if (current.contains(static_cast<E>(i))) {
+          T smaller = current;
+          smaller.bits &= ~(1u << i);
+          alternatives.push_back(smaller);
+        }
+    }
+    if constexpr (!std::is_same_v<T, std::optional<ov::ub::user_config>> && !std::is_same_v<T, std::optional<ov::version>>) {
+      for (const T& alt : alternatives) {
+        ov::settings changed = c.settings;
+        ov::reflect::for_each_field(changed, [&](std::string_view f, auto& m) {
+          if constexpr (std::is_same_v<std::remove_cvref_t<decltype(m)>, T>)
+            if (f == field) m = alt;
+        });
+        const std::set<std::string_view> after = violated_ids(changed);
+        for (violation& v : out) {
+          if (after.count(v.d.id)) continue;
+          bool new_ones = false;
+          for (const std::string_view id : after) new_ones = new_ones || !before.count(id);
+          if (new_ones) continue;
+          v.fixes.push_back(override_for(c, field, alt));
+          const std::string path = c.path_of.at(std::string(field));
+          if (doc.where.count(path) && std::find(v.fields.begin(), v.fields.end(), path) == v.fields.end())
+            v.fields.push_back(path);
+        }
+      }
+    }
+  });
+  return out;
+}
+
+std::string value_at(const overlap_plan::document& doc, const std::string& path) {
+  const json* v = overlap_plan::detail::find(doc.tree, path);
+  return v ? overlap_plan::shown(*v) : "?";
+}
+
+int run_check(const cli& args, const overlap_plan::document& doc, const overlap_plan::bridge_config& c) {
+  const ov::report rep = ov::validate(c.settings);
+  const std::vector<violation> violations = explain(c, doc, rep);
+  if (args.json_output) {
+    json out = json::object();
+    out["config"] = args.config;
+    out["valid"] = rep.ok();
+    out["violations"] = json::array();
+    for (const violation& v : violations) {
+      json fields = json::array();
+      for (const std::string& p : v.fields) fields.push_back({{"path", p}, {"value", *overlap_plan::detail::find(doc.tree, p)}, {"at", doc.at(p)}});
+      out["violations"].push_back({{"id", v.d.id}, {"message", v.d.message}, {"fields", fields}, {"fixes", v.fixes}});
+    }
+    out["notes"] = json::array();
+    for (const ov::diagnostic& d : rep.notes) out["notes"].push_back({{"id", d.id}, {"message", d.message}});
+    out["reading_notes"] = c.notes;
+    out["data_parallel_size"] = c.settings.data_parallel_size;
+    if (rep.resolved) {
+      out["resolved"] = resolved_json(*rep.resolved);
+      out["environment"] = environment_json(*rep.resolved);
+    }
+    std::cout << out.dump(2, ' ', false, json::error_handler_t::replace) << '\n';
+    return rep.ok() ? 0 : 1;
+  }
+  std::cout << "overlap-plan check " << args.config << ": " << (rep.ok() ? "valid" : "INVALID") << " (tp "
+            << c.settings.tensor_model_parallel_size << ", pp " << c.settings.pipeline_model_parallel_size << ", dp "
+            << c.settings.data_parallel_size << ", ep " << c.settings.expert_model_parallel_size << ")\n";
+  if (!c.notes.empty()) {
+    std::cout << "\nreading the config:\n";
+    for (const std::string& n : c.notes) std::cout << "  - " << n << '\n';
+  }
+  if (!rep.ok()) {
+    std::cout << '\n' << rep.count() << (rep.count() == 1 ? " rule violated:\n" : " rules violated:\n");
+    for (const violation& v : violations) {
+      std::cout << "  " << v.d << '\n';
+      for (const std::string& p : v.fields)
+        std::cout << "      at " << p << " = " << value_at(doc, p) << "  (" << doc.at(p) << ")\n";
+      if (!v.fixes.empty()) {
+        std::cout << "      fix: ";
+        for (std::size_t i = 0; i < v.fixes.size() && i < 4; ++i) std::cout << (i ? "  |  " : "") << v.fixes[i];
+        std::cout << '\n';
+      }
+    }
+  }
+  if (rep.resolved) {
+    std::cout << "\nresolved settings:\n";
+    std::ostringstream text;
+    ov::write_resolved(text, *rep.resolved);
+    std::istringstream lines(text.str());
+    for (std::string line; std::getline(lines, line);) std::cout << "  " << line << '\n';
+    std::cout << "\nenvironment:\n";
+    ov::write_environment(std::cout, *rep.resolved);
+  }
+  std::cout << "\nnotes:" << (rep.notes.empty() ? " none" : "") << '\n';
+  for (const ov::diagnostic& d : rep.notes) std::cout << "  " << d << '\n';
+  return rep.ok() ? 0 : 1;
+}
+
+// ---- simulate -----------------------------------------------------------------------------------
+
+ov::sim::machine machine_of(const cli& args) {
+  return args.machine == "h200" ? ov::sim::h200_node() : ov::sim::h100_node();
+}
+
+void require_workload(const overlap_plan::bridge_config& c) {
+  if (c.missing_workload.empty()) return;
+  std::string list;
+  for (const std::string& m : c.missing_workload) (list += list.empty() ? "" : ", ") += m;
+  throw input_error("the simulator needs the model's sizes and the batch; the config lacks " + list);
+}
+
+/// One program per distinct rank role: ranks whose programs issue the same ops on the same
+/// streams (tp and dp peers of one stage, typically) draw one set of rows.
+std::vector<ov::schedule::program> representatives(const std::vector<ov::schedule::program>& step) {
+  std::set<std::string> seen;
+  std::vector<ov::schedule::program> out;
+  for (const auto& p : step) {
+    std::string signature;
+    for (const auto& s : p.streams) signature += std::to_string(static_cast<int>(s.role)) + ",";
+    for (const auto& o : p.ops) (signature += ov::schedule::display_name(o)) += ';';
+    if (seen.insert(signature).second) out.push_back(p);
+  }
+  return out;
+}
+
+ov::sim::result only_ranks(const ov::sim::result& r, const std::vector<ov::schedule::program>& programs) {
+  std::set<int> keep;
+  for (const auto& p : programs) keep.insert(p.rank);
+  ov::sim::result out = r;
+  out.intervals.clear();
+  for (const auto& iv : r.intervals)
+    if (keep.count(iv.rank)) out.intervals.push_back(iv);
+  return out;
+}
+
+json family_json(const ov::sim::per_family& v) {
+  json out = json::object();
+  for (const auto f : ov::schedule::families) out[std::string(ov::schedule::to_string(f))] = v[static_cast<std::size_t>(f)];
+  return out;
+}
+
+int run_simulate(const cli& args, const overlap_plan::bridge_config& c) {
+  const ov::report rep = ov::validate(c.settings);
+  if (!rep.ok()) {
+    std::cerr << "overlap-plan simulate: " << args.config << " violates " << rep.count() << " rule(s); run check:\n";
+    for (const ov::diagnostic& d : rep) std::cerr << "  " << d << '\n';
+    return 1;
+  }
+  require_workload(c);
+  const ov::sim::cost_model cost(machine_of(args));
+  ov::plan::family_plan plan;
+  try {
+    plan = ov::plan::plan_step(c.settings, c.workload, cost);
+  } catch (const std::invalid_argument& e) {
+    throw input_error(args.config + ": the step cannot be built from this model and layout: " + e.what());
+  }
+  std::vector<std::string> written;
+  if (!args.out.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(args.out, ec);
+    if (ec) throw input_error("--out " + args.out + ": " + ec.message());
+    {
+      std::ofstream trace(args.out + "/step.json");
+      ov::trace::write_chrome_trace(trace, plan.overlap_step, plan.overlap);
+      std::ofstream base(args.out + "/step_baseline.json");
+      ov::trace::write_chrome_trace(base, plan.baseline_step, plan.baseline);
+      const auto roles = representatives(plan.overlap_step);
+      std::ofstream svg(args.out + "/step.svg");
+      ov::trace::write_svg_timeline(svg, roles, only_ranks(plan.overlap, roles));
+      if (!trace || !svg || !base) throw input_error("--out " + args.out + ": cannot write the files");
+    }
+    written = {args.out + "/step.json", args.out + "/step_baseline.json", args.out + "/step.svg"};
+  }
+  const double gain = plan.baseline.step_time_us > 0 ? 1 - plan.overlap.step_time_us / plan.baseline.step_time_us : 0;
+  if (args.json_output) {
+    json out = {{"config", args.config},
+                {"machine", args.machine},
+                {"ranks", plan.overlap_step.size()},
+                {"micro_batches", c.workload.micro_batches},
+                {"overlap", {{"step_time_us", plan.overlap.step_time_us}, {"exposed_comm_us", family_json(plan.overlap.exposed_comm_us)},
+                             {"comm_us", family_json(plan.overlap.comm_us)}, {"deadlock", plan.overlap.deadlock}}},
+                {"baseline", {{"step_time_us", plan.baseline.step_time_us}, {"exposed_comm_us", family_json(plan.baseline.exposed_comm_us)},
+                              {"comm_us", family_json(plan.baseline.comm_us)}, {"deadlock", plan.baseline.deadlock}}},
+                {"gain", gain},
+                {"files", written}};
+    std::cout << out.dump(2) << '\n';
+    return 0;
+  }
+  std::printf("overlap-plan simulate %s on an %s node: %zu ranks, %d layers, %d micro-batches per dp rank\n",
+              args.config.c_str(), args.machine.c_str(), plan.overlap_step.size(), c.workload.num_layers,
+              c.workload.micro_batches);
+  std::printf("\n%-22s %14s %14s\n", "", "overlap off", "as configured");
+  std::printf("%-22s %11.2f ms %11.2f ms   (%+.1f %%)\n", "step time", plan.baseline.step_time_us / 1000,
+              plan.overlap.step_time_us / 1000, -100 * gain);
+  for (const auto f : ov::schedule::families) {
+    const auto i = static_cast<std::size_t>(f);
+    if (plan.baseline.comm_us[i] == 0 && plan.overlap.comm_us[i] == 0) continue;
+    std::printf("%-22s %11.2f ms %11.2f ms   (of %.2f ms communication)\n",
+                ("exposed " + std::string(ov::schedule::to_string(f)) + " comm").c_str(), plan.baseline.exposed_comm_us[i] / 1000,
+                plan.overlap.exposed_comm_us[i] / 1000, plan.overlap.comm_us[i] / 1000);
+  }
+  if (plan.overlap.deadlock || plan.baseline.deadlock) std::printf("\nTHE STEP HANGS:\n%s", plan.overlap.wait_for_graph.c_str());
+  for (const std::string& f : written) std::printf("wrote %s\n", f.c_str());
+  return 0;
+}
+
+// ---- tune ---------------------------------------------------------------------------------------
+
+struct choice {
+  std::string label;                          ///< "delay_wgrad_compute=true" style, for the table
+  std::vector<std::string> overrides;         ///< Bridge overrides that select it (empty: leave to Bridge)
+  std::function<void(ov::settings&)> apply;
+};
+struct knob {
+  std::string name;
+  std::vector<choice> choices;  ///< choices[0]: what the config gives (Bridge's derivation)
+};
+
+bool given(const overlap_plan::document& doc, const overlap_plan::bridge_config& c, const std::string& field) {
+  return overlap_plan::detail::given(doc.tree, c.path_of.at(field)) != nullptr;
+}
+
+std::vector<knob> free_knobs(const overlap_plan::document& doc, const overlap_plan::bridge_config& c) {
+  const ov::settings& s = c.settings;
+  const ov::resolved_settings r = ov::derive(s);
+  const auto path = [&](const std::string& field) { return c.path_of.at(field); };
+  std::vector<knob> out;
+  if (s.expert_model_parallel_size > 1 && s.num_moe_experts && !given(doc, c, "overlap_moe_expert_parallel_comm") &&
+      !given(doc, c, "delay_wgrad_compute")) {
+    const std::string ep = path("overlap_moe_expert_parallel_comm"), wg = path("delay_wgrad_compute");
+    out.push_back({"EP overlap",
+                   {{"ep_overlap=off", {}, [](ov::settings&) {}},
+                    {"ep_overlap=on", {ep + "=true"}, [](ov::settings& x) { x.overlap_moe_expert_parallel_comm = true; }},
+                    {"ep_overlap=on+delay_wgrad", {ep + "=true", wg + "=true"}, [](ov::settings& x) {
+                       x.overlap_moe_expert_parallel_comm = true;
+                       x.delay_wgrad_compute = true;
+                     }}}});
+  }
+  if (s.data_parallel_size > 1 && r.overlap_grad_reduce && !given(doc, c, "bucket_size") && !s.num_buckets) {
+    knob k{"bucket_size", {{"bucket_size=" + (r.bucket_size ? std::to_string(*r.bucket_size) : std::string("one")) + " (derived)", {}, [](ov::settings&) {}}}};
+    for (const std::int64_t b : {16'777'216LL, 67'108'864LL, 268'435'456LL})
+      if (!r.bucket_size || b != *r.bucket_size)
+        k.choices.push_back({"bucket_size=" + std::to_string(b), {path("bucket_size") + "=" + std::to_string(b)},
+                             [b](ov::settings& x) { x.bucket_size = b; }});
+    out.push_back(k);
+  }
+  if (s.data_parallel_size > 1 && s.distributed_optimizer && !given(doc, c, "overlap_param_gather"))
+    out.push_back({"overlap_param_gather",
+                   {{std::string("overlap_param_gather=") + (r.overlap_param_gather ? "true" : "false") + " (derived)", {}, [](ov::settings&) {}},
+                    {std::string("overlap_param_gather=") + (r.overlap_param_gather ? "false" : "true"),
+                     {path("overlap_param_gather") + "=" + (r.overlap_param_gather ? "false" : "true")},
+                     [v = !r.overlap_param_gather](ov::settings& x) {
+                       x.overlap_param_gather = v;
+                       if (!v) x.align_param_gather = false;
+                     }}}});
+  if (r.tp_comm_overlap && !s.tp_comm_overlap_cfg) {
+    const std::string cfg = path("tp_comm_overlap_cfg");
+    const auto slots = [](ov::ub::method m, int num_sm) {
+      ov::ub::user_config u;
+      for (const ov::ub::slot_id id : {ov::ub::slot_id::proj_fprop, ov::ub::slot_id::fc2_fprop}) {
+        ov::ub::slot x = ov::ub::default_knobs(m);
+        x.num_sm = num_sm;
+        u.slots[id] = x;
+      }
+      return u;
+    };
+    knob k{"TP userbuffers", {{"tp_slots=TE defaults", {}, [](ov::settings&) {}}}};
+    for (const auto& [label, method, sm] : {std::tuple{"rs=pipeline num_sm=8", ov::ub::method::pipeline, 8},
+                                            std::tuple{"rs=pipeline num_sm=24", ov::ub::method::pipeline, 24},
+                                            std::tuple{"rs=ring_exchange", ov::ub::method::ring_exchange, 1}}) {
+      const ov::ub::user_config u = slots(method, sm);
+      std::string m(ov::to_string(method));
+      k.choices.push_back({std::string("tp_slots=") + label,
+                           {cfg + ".proj_fprop.method=" + m, cfg + ".proj_fprop.num_sm=" + std::to_string(sm),
+                            cfg + ".fc2_fprop.method=" + m, cfg + ".fc2_fprop.num_sm=" + std::to_string(sm)},
+                           [u](ov::settings& x) { x.tp_comm_overlap_cfg = u; }});
+    }
+    out.push_back(k);
+  }
+  if (!s.cuda_device_max_connections) {
+    knob k{"CUDA_DEVICE_MAX_CONNECTIONS",
+           {{"max_connections=" + std::to_string(r.cuda_device_max_connections.value_or(8)) + " (derived)", {}, [](ov::settings&) {}}}};
+    for (const int n : {1, 8, 32})
+      if (n != r.cuda_device_max_connections.value_or(8))
+        k.choices.push_back({"max_connections=" + std::to_string(n), {"env_vars.CUDA_DEVICE_MAX_CONNECTIONS=" + std::to_string(n)},
+                             [n](ov::settings& x) { x.cuda_device_max_connections = n; }});
+    out.push_back(k);
+  }
+  if (s.pipeline_model_parallel_size > 1 && !given(doc, c, "overlap_p2p_comm") && !given(doc, c, "batch_p2p_comm")) {
+    const std::string o = path("overlap_p2p_comm"), b = path("batch_p2p_comm");
+    knob k{"p2p", {{std::string("p2p=") + (r.overlap_p2p_comm ? "overlap" : "batch") + " (derived)", {}, [](ov::settings&) {}}}};
+    k.choices.push_back({"p2p=overlap", {o + "=true", b + "=false"}, [](ov::settings& x) {
+                           x.overlap_p2p_comm = true;
+                           x.batch_p2p_comm = false;
+                         }});
+    k.choices.push_back({"p2p=batch", {o + "=false", b + "=true"}, [](ov::settings& x) {
+                           x.overlap_p2p_comm = false;
+                           x.batch_p2p_comm = true;
+                         }});
+    k.choices.push_back({"p2p=plain", {o + "=false", b + "=false"}, [](ov::settings& x) {
+                           x.overlap_p2p_comm = false;
+                           x.batch_p2p_comm = false;
+                         }});
+    out.push_back(k);
+  }
+  // A choice that resolves to what the config already gives is the first choice again.
+  for (knob& k : out)
+    std::erase_if(k.choices, [&](const choice& ch) {
+      if (&ch == &k.choices.front()) return false;
+      ov::settings x = s;
+      ch.apply(x);
+      return ov::derive(x) == r;
+    });
+  return out;
+}
+
+struct evaluation {
+  std::vector<std::size_t> picks;
+  bool valid = false;
+  std::vector<std::string> rules;  ///< violated rule ids when not valid
+  ov::sim::result result;
+  bool failed = false;
+  std::string failure;
+};
+
+class progress {
+ public:
+  explicit progress(bool enabled) : enabled_(enabled && isatty(2)), start_(std::chrono::steady_clock::now()) {}
+  void update(std::size_t done, std::size_t planned) {
+    if (!enabled_ || std::chrono::steady_clock::now() - start_ < std::chrono::seconds(1)) return;
+    const std::size_t width = 30, filled = planned ? std::min(width, done * width / planned) : 0;
+    std::fprintf(stderr, "\r[%s%s] %zu simulated", std::string(filled, '#').c_str(), std::string(width - filled, '.').c_str(), done);
+    shown_ = true;
+  }
+  ~progress() {
+    if (shown_) std::fprintf(stderr, "\r%60s\r", "");
+  }
+
+ private:
+  bool enabled_, shown_ = false;
+  std::chrono::steady_clock::time_point start_;
+};
+
+int run_tune(const cli& args, const overlap_plan::document& doc, const overlap_plan::bridge_config& c) {
+  const auto started = std::chrono::steady_clock::now();
+  const ov::report rep = ov::validate(c.settings);
+  if (!rep.ok()) {
+    std::cerr << "overlap-plan tune: " << args.config << " violates " << rep.count() << " rule(s); run check first:\n";
+    for (const ov::diagnostic& d : rep) std::cerr << "  " << d << '\n';
+    return 1;
+  }
+  require_workload(c);
+  const std::vector<knob> knobs = free_knobs(doc, c);
+  const ov::sim::cost_model cost(machine_of(args));
+  std::map<std::vector<std::size_t>, evaluation> seen;
+  std::size_t planned = 1;
+  for (const knob& k : knobs) planned += 2 * (k.choices.size() - 1);
+  progress bar(!args.json_output);
+  const auto settings_of = [&](const std::vector<std::size_t>& picks) {
+    ov::settings s = c.settings;
+    for (std::size_t i = 0; i < knobs.size(); ++i) knobs[i].choices[picks[i]].apply(s);
+    return s;
+  };
+  const auto evaluate = [&](const std::vector<std::size_t>& picks) -> const evaluation& {
+    if (auto it = seen.find(picks); it != seen.end()) return it->second;
+    evaluation e;
+    e.picks = picks;
+    const ov::settings s = settings_of(picks);
+    const ov::report r = ov::validate(s);
+    e.valid = r.ok();
+    for (const ov::diagnostic& d : r) e.rules.emplace_back(d.id);
+    if (e.valid) {
+      try {
+        const auto step = ov::schedule::compose_step(s, *r.resolved, c.workload);
+        e.result = ov::sim::simulate(step, cost, ov::plan::options_for(*r.resolved));
+        e.failed = e.result.deadlock;
+        if (e.failed) e.failure = "hangs";
+      } catch (const std::invalid_argument& x) {
+        e.failed = true;
+        e.failure = x.what();
+      }
+    }
+    bar.update(seen.size() + 1, planned);
+    return seen.emplace(picks, std::move(e)).first->second;
+  };
+  const auto better = [](const evaluation& a, const evaluation& b) {
+    const bool ua = a.valid && !a.failed, ub = b.valid && !b.failed;
+    if (ua != ub) return ua;
+    return ua && a.result.step_time_us < b.result.step_time_us;
+  };
+  // Coordinate descent: each knob in turn takes its best choice with the others held, until a
+  // pass changes nothing (at most three passes).
+  std::vector<std::size_t> best(knobs.size(), 0);
+  const evaluation& given_eval = evaluate(best);
+  if (given_eval.failed) throw input_error(args.config + ": the step cannot be simulated: " + given_eval.failure);
+  for (int pass = 0; pass < 3; ++pass) {
+    bool changed = false;
+    for (std::size_t k = 0; k < knobs.size(); ++k) {
+      for (std::size_t j = 0; j < knobs[k].choices.size(); ++j) {
+        std::vector<std::size_t> picks = best;
+        picks[k] = j;
+        if (better(evaluate(picks), evaluate(best))) {
+          best = picks;
+          changed = true;
+        }
+      }
+    }
+    if (!changed) break;
+  }
+  // The baseline with every overlap off, for the gain.
+  const ov::settings off = ov::plan::detail::without_overlap(c.settings, ov::schedule::family::none);
+  const ov::resolved_settings off_r = ov::derive(off);
+  const ov::sim::result off_result =
+      ov::sim::simulate(ov::schedule::compose_step(off, off_r, c.workload), cost, ov::plan::options_for(off_r));
+  std::vector<const evaluation*> ranked;
+  std::size_t rejected = 0;
+  for (const auto& [picks, e] : seen) {
+    if (e.valid && !e.failed) ranked.push_back(&e);
+    else ++rejected;
+  }
+  // Ties go to the combination that changes fewer knobs.
+  const auto changes = [](const evaluation* e) { return std::count_if(e->picks.begin(), e->picks.end(), [](std::size_t p) { return p != 0; }); };
+  std::sort(ranked.begin(), ranked.end(), [&](auto* a, auto* b) {
+    if (a->result.step_time_us != b->result.step_time_us) return a->result.step_time_us < b->result.step_time_us;
+    return changes(a) < changes(b);
+  });
+  const double given_us = given_eval.result.step_time_us;
+  const auto label = [&](const evaluation& e) {
+    std::string out;
+    // Only what differs from the config as given: the rest is Bridge's derivation.
+    for (std::size_t i = 0; i < knobs.size(); ++i)
+      if (e.picks[i] != 0) (out += out.empty() ? "" : ", ") += knobs[i].choices[e.picks[i]].label;
+    return out.empty() ? std::string("as configured") : out;
+  };
+  const evaluation& top = seen.at(best);
+  std::vector<std::string> overrides;
+  for (std::size_t i = 0; i < knobs.size(); ++i)
+    for (const std::string& o : knobs[i].choices[best[i]].overrides) overrides.push_back(o);
+  overlap_plan::document fragment_doc;
+  for (const std::string& o : overrides) overlap_plan::apply_override(fragment_doc, o);
+  const std::string yaml = overrides.empty() ? "" : overlap_plan::to_yaml(fragment_doc.tree);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+
+  if (args.json_output) {
+    json out = {{"config", args.config}, {"machine", args.machine}, {"knobs", json::array()}, {"ranked", json::array()},
+                {"rejected", rejected}, {"overlap_off_step_time_us", off_result.step_time_us},
+                {"given_step_time_us", given_us}, {"best_overrides", overrides}, {"best_yaml", yaml}, {"seconds", seconds}};
+    for (const knob& k : knobs) {
+      json choices = json::array();
+      for (const choice& ch : k.choices) choices.push_back(ch.label);
+      out["knobs"].push_back({{"name", k.name}, {"choices", choices}});
+    }
+    for (std::size_t i = 0; i < ranked.size(); ++i)
+      out["ranked"].push_back({{"rank", i + 1}, {"combination", label(*ranked[i])}, {"step_time_us", ranked[i]->result.step_time_us},
+                               {"gain_vs_config", 1 - ranked[i]->result.step_time_us / given_us},
+                               {"exposed_comm_us", family_json(ranked[i]->result.exposed_comm_us)}});
+    std::cout << out.dump(2) << '\n';
+    return 0;
+  }
+  std::printf("overlap-plan tune %s on an %s node: %zu free knob(s), %zu combinations simulated, %zu rejected by the rules, %.1f s\n",
+              args.config.c_str(), args.machine.c_str(), knobs.size(), ranked.size(), rejected, seconds);
+  for (const knob& k : knobs) {
+    std::printf("  %-28s", k.name.c_str());
+    for (const choice& ch : k.choices) std::printf(" [%s]", ch.label.c_str());
+    std::printf("\n");
+  }
+  std::printf("\nevery overlap off: %.2f ms; as configured (Bridge's derivation for the free knobs): %.2f ms\n\n",
+              off_result.step_time_us / 1000, given_us / 1000);
+  std::printf("%4s %10s %8s %9s %9s %9s %9s  %s\n", "rank", "step_ms", "gain", "tp_ms", "dp_ms", "pp_ms", "ep_ms", "combination");
+  for (std::size_t i = 0; i < ranked.size(); ++i) {
+    const auto& e = *ranked[i];
+    const auto x = [&](ov::schedule::family f) { return e.result.exposed_comm_us[static_cast<std::size_t>(f)] / 1000; };
+    std::printf("%4zu %10.2f %7.1f%% %9.2f %9.2f %9.2f %9.2f  %s\n", i + 1, e.result.step_time_us / 1000,
+                100 * (1 - e.result.step_time_us / given_us), x(ov::schedule::family::tp), x(ov::schedule::family::dp),
+                x(ov::schedule::family::pp), x(ov::schedule::family::ep), label(e).c_str());
+  }
+  std::printf("(gain: against the config as given; *_ms: exposed communication per family; the combination\n"
+              " lists the knobs changed from the config, every other one keeps Bridge's derivation)\n");
+  std::printf("\nbest: %s, %.2f ms (%.1f %% faster than as configured, %.1f %% faster than every overlap off)\n",
+              label(top).c_str(), top.result.step_time_us / 1000, 100 * (1 - top.result.step_time_us / given_us),
+              100 * (1 - top.result.step_time_us / off_result.step_time_us));
+  if (overrides.empty()) {
+    std::printf("Bridge's derivation is already the best found: nothing to override.\n");
+  } else {
+    std::printf("\nas Bridge overrides:\n ");
+    for (const std::string& o : overrides) std::printf(" %s", o.c_str());
+    std::printf("\n\nas YAML:\n%s", yaml.c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    const cli args = parse_args(argc, argv);
+    if (args.command == "help") {
+      std::cout << help_text;
+      return 0;
+    }
+    overlap_plan::document doc = overlap_plan::read_file(args.config);
+    for (const std::string& o : args.overrides) overlap_plan::apply_override(doc, o);
+    const overlap_plan::bridge_config c = overlap_plan::read_config(doc, args.read);
+    if (args.command == "check") return run_check(args, doc, c);
+    if (args.command == "simulate") return run_simulate(args, c);
+    return run_tune(args, doc, c);
+  } catch (const input_error& e) {
+    std::cerr << "overlap-plan: error: " << e.what() << '\n';
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "overlap-plan: error: " << e.what() << '\n';
+    return 2;
+  }
+}

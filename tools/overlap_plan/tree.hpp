@@ -1,0 +1,340 @@
+#pragma once
+// overlap-plan: a Megatron-Bridge config as one JSON tree, whatever it was written in (the
+// ConfigContainer YAML dump, the same as JSON, Hydra-style overrides on top), with the place
+// each value came from ("file:line:column" or "override 'a.b=c'") for the messages.
+//
+// YAML goes through yaml-cpp (Debian's libyaml-cpp-dev: maintained, gives line and column of
+// every node and of every parse error, ships a CMake package); JSON through nlohmann/json. Input
+// that is too large, too deep or expands too much (YAML aliases) is refused with a message
+// before it can exhaust memory or the stack.
+
+#include <charconv>
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <system_error>
+
+#include <nlohmann/json.hpp>
+#include <yaml-cpp/yaml.h>
+
+namespace overlap_plan {
+
+using json = nlohmann::ordered_json;
+
+/// A config that cannot be read: the message names the file (and line and column, or the field).
+struct input_error : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+/// The config as a tree, and where each of its values was written (key: dotted path).
+struct document {
+  json tree = json::object();
+  std::map<std::string, std::string> where;
+  std::string name;  ///< the file, for messages
+
+  /// "file:line:column" or "override '...'" for `path`, or the file name alone.
+  std::string at(const std::string& path) const {
+    const auto it = where.find(path);
+    return it != where.end() ? it->second : name;
+  }
+};
+
+inline constexpr std::uintmax_t max_file_bytes = 16u << 20;
+inline constexpr int max_depth = 64;
+inline constexpr std::size_t max_nodes = 1'000'000;
+
+/// A string for a message: quoted, printable ASCII kept, the rest escaped, at most 60 characters.
+inline std::string quote_text(std::string_view s) {
+  std::string out = "\"";
+  for (std::size_t i = 0; i < s.size() && i < 60; ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c == '"' || c == '\\') (out += '\\') += static_cast<char>(c);
+    else if (c >= 0x20 && c < 0x7f) out += static_cast<char>(c);
+    else {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+    }
+  }
+  if (s.size() > 60) out += "...";
+  return out + "\"";
+}
+
+/// A value for a message: strings quoted as above, the rest as compact JSON.
+inline std::string shown(const json& v) {
+  if (v.is_string()) return quote_text(v.get_ref<const std::string&>());
+  if (v.is_object()) return "a mapping";
+  if (v.is_array()) return "a list";
+  return v.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+namespace detail {
+
+/// YAML 1.2 core schema for a plain (unquoted) scalar: null, bool, integer, float, else string.
+inline json plain_scalar(const std::string& s) {
+  if (s.empty() || s == "~" || s == "null" || s == "Null" || s == "NULL") return nullptr;
+  if (s == "true" || s == "True" || s == "TRUE") return true;
+  if (s == "false" || s == "False" || s == "FALSE") return false;
+  {
+    std::int64_t v = 0;
+    const char* first = s.data() + (s[0] == '+' ? 1 : 0);
+    const char* last = s.data() + s.size();
+    const auto [end, ec] = std::from_chars(first, last, v);
+    if (end == last && first != last) {
+      if (ec == std::errc{}) return v;
+      return s;  // an integer too large for 64 bits: kept as text, the field's check names it
+    }
+  }
+  {
+    double v = 0;
+    const char* first = s.data() + (s[0] == '+' ? 1 : 0);
+    const char* last = s.data() + s.size();
+    const auto [end, ec] = std::from_chars(first, last, v);
+    if (end == last && first != last && ec == std::errc{} &&
+        s.find_first_of("0123456789") != std::string::npos)
+      return v;
+  }
+  return s;
+}
+
+struct yaml_converter {
+  document& doc;
+  std::size_t nodes = 0;
+
+  std::string mark(const YAML::Node& n) const {
+    const YAML::Mark m = n.Mark();
+    if (m.line < 0) return doc.name;
+    return doc.name + ":" + std::to_string(m.line + 1) + ":" + std::to_string(m.column + 1);
+  }
+
+  json convert(const YAML::Node& n, const std::string& path, int depth) {
+    if (++nodes > max_nodes)
+      throw input_error(doc.name + ": more than " + std::to_string(max_nodes) +
+                        " values (YAML aliases expanding?); not a Bridge config");
+    if (depth > max_depth)
+      throw input_error(mark(n) + ": nested deeper than " + std::to_string(max_depth) +
+                        " levels; not a Bridge config");
+    if (!path.empty()) doc.where[path] = mark(n);
+    switch (n.Type()) {
+      case YAML::NodeType::Null:
+      case YAML::NodeType::Undefined:
+        return nullptr;
+      case YAML::NodeType::Scalar:
+        // Quoted scalars (tag "!") are strings whatever they spell.
+        if (n.Tag() == "!") return n.Scalar();
+        return plain_scalar(n.Scalar());
+      case YAML::NodeType::Sequence: {
+        json out = json::array();
+        std::size_t i = 0;
+        for (const YAML::Node& item : n) out.push_back(convert(item, path + "[" + std::to_string(i++) + "]", depth + 1));
+        return out;
+      }
+      case YAML::NodeType::Map: {
+        json out = json::object();
+        // Hydra's `_call_` objects are built by Python at launch; nothing here can evaluate them.
+        if (n["_call_"]) return nullptr;
+        for (const auto& kv : n) {
+          if (kv.first.Type() != YAML::NodeType::Scalar)
+            throw input_error(mark(kv.first) + ": a mapping key must be a plain name");
+          const std::string key = kv.first.Scalar();
+          const std::string child = path.empty() ? key : path + "." + key;
+          out[key] = convert(kv.second, child, depth + 1);
+        }
+        return out;
+      }
+    }
+    return nullptr;
+  }
+};
+
+/// Line and column of a byte offset, both from 1.
+inline std::string line_column(std::string_view text, std::size_t byte) {
+  std::size_t line = 1, column = 1;
+  for (std::size_t i = 0; i < byte && i < text.size(); ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      column = 1;
+    } else {
+      ++column;
+    }
+  }
+  return std::to_string(line) + ":" + std::to_string(column);
+}
+
+}  // namespace detail
+
+/// Parses `text` (YAML, or JSON when `as_json`) named `name` into a document whose top level is a
+/// mapping. Throws input_error with line and column on a syntax error.
+inline document parse_text(std::string_view text, const std::string& name, bool as_json) {
+  document doc;
+  doc.name = name;
+  if (text.find_first_not_of(" \t\r\n") == std::string_view::npos)
+    throw input_error(name + ": the file is empty; expected a Bridge ConfigContainer (model:, comm_overlap:, ...)");
+  if (as_json) {
+    try {
+      doc.tree = json::parse(text.begin(), text.end());
+    } catch (const json::parse_error& e) {
+      const std::string what = e.what();
+      const auto colon = what.find("syntax error");
+      throw input_error(name + ":" + detail::line_column(text, e.byte == 0 ? 0 : e.byte - 1) + ": invalid JSON: " +
+                        (colon == std::string::npos ? what : what.substr(colon)));
+    } catch (const json::exception& e) {  // e.g. a number too large for a double
+      const std::string what = e.what();
+      const auto bracket = what.find("] ");
+      throw input_error(name + ": invalid JSON: " + (bracket == std::string::npos ? what : what.substr(bracket + 2)));
+    }
+    // Depth and size of a JSON tree (nlohmann parses without recursion; the checks below don't).
+    std::size_t nodes = 0;
+    const auto walk = [&](const auto& self, const json& v, const std::string& path, int depth) -> void {
+      if (++nodes > max_nodes) throw input_error(name + ": more than " + std::to_string(max_nodes) + " values");
+      if (depth > max_depth)
+        throw input_error(name + ": " + path + ": nested deeper than " + std::to_string(max_depth) + " levels");
+      if (v.is_object())
+        for (const auto& [k, child] : v.items()) self(self, child, path.empty() ? k : path + "." + k, depth + 1);
+      if (v.is_array())
+        for (const auto& child : v) self(self, child, path + "[]", depth + 1);
+    };
+    walk(walk, doc.tree, "", 0);
+  } else {
+    YAML::Node root;
+    try {
+      root = YAML::Load(std::string(text));
+    } catch (const YAML::Exception& e) {
+      throw input_error(name + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) +
+                        ": invalid YAML: " + e.msg);
+    }
+    detail::yaml_converter c{doc};
+    try {
+      doc.tree = c.convert(root, "", 0);
+    } catch (const YAML::Exception& e) {
+      throw input_error(name + ": invalid YAML: " + e.msg);
+    }
+  }
+  if (!doc.tree.is_object())
+    throw input_error(name + ": the top level is " + (doc.tree.is_null() ? std::string("empty") : shown(doc.tree)) +
+                      ", not a mapping of sections (model:, comm_overlap:, ddp:, ...)");
+  return doc;
+}
+
+/// Reads and parses the file at `path`: JSON when it ends in .json or starts with '{', else YAML.
+inline document read_file(const std::string& path) {
+  std::error_code ec;
+  const std::filesystem::file_status st = std::filesystem::status(path, ec);
+  if (ec || !std::filesystem::exists(st)) throw input_error(path + ": no such file");
+  if (std::filesystem::is_directory(st)) throw input_error(path + ": is a directory, not a config file");
+  if (!std::filesystem::is_regular_file(st)) throw input_error(path + ": not a regular file");
+  const std::uintmax_t size = std::filesystem::file_size(path, ec);
+  if (ec) throw input_error(path + ": cannot read its size: " + ec.message());
+  if (size > max_file_bytes)
+    throw input_error(path + ": " + std::to_string(size) + " bytes; a Bridge config is far smaller (limit " +
+                      std::to_string(max_file_bytes >> 20) + " MiB)");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw input_error(path + ": cannot be opened for reading");
+  std::ostringstream text;
+  text << in.rdbuf();
+  const std::string s = text.str();
+  const auto first = s.find_first_not_of(" \t\r\n");
+  const bool as_json = path.ends_with(".json") || (first != std::string::npos && s[first] == '{');
+  return parse_text(s, path, as_json);
+}
+
+/// Applies one Hydra-style override: `a.b=value` (value parsed as a YAML scalar or flow
+/// collection), `+a.b=value` (same: adds), `~a.b` (removes). Missing sections are created.
+inline void apply_override(document& doc, std::string_view text) {
+  const std::string where = "override '" + std::string(text) + "'";
+  if (text.empty()) throw input_error("empty override; write section.field=value");
+  bool remove = false;
+  if (text[0] == '~') {
+    remove = true;
+    text.remove_prefix(1);
+  } else if (text.starts_with("++")) {
+    text.remove_prefix(2);
+  } else if (text[0] == '+') {
+    text.remove_prefix(1);
+  }
+  const auto eq = text.find('=');
+  if (!remove && eq == std::string_view::npos) throw input_error(where + ": expected section.field=value");
+  const std::string path(remove ? text.substr(0, eq) : text.substr(0, eq));
+  if (path.empty() || path.front() == '.' || path.back() == '.' || path.find("..") != std::string::npos)
+    throw input_error(where + ": " + quote_text(path) + " is not a dotted field path");
+  json* node = &doc.tree;
+  std::size_t start = 0;
+  for (;;) {
+    const auto dot = path.find('.', start);
+    const std::string key = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    const std::string prefix = path.substr(0, dot);
+    if (dot == std::string::npos) {
+      if (remove) {
+        node->erase(key);
+        doc.where.erase(path);
+        return;
+      }
+      json value;
+      document parsed;
+      parsed.name = where;
+      try {
+        const YAML::Node n = YAML::Load(std::string(text.substr(eq + 1)));
+        detail::yaml_converter c{parsed};
+        value = c.convert(n, "", 1);
+      } catch (const YAML::Exception& e) {
+        throw input_error(where + ": the value is not a YAML value: " + e.msg);
+      }
+      (*node)[key] = value;
+      // Every place under the overridden path now comes from the override.
+      for (auto it = doc.where.lower_bound(path); it != doc.where.end() && it->first.starts_with(path);)
+        it = doc.where.erase(it);
+      doc.where[path] = where;
+      return;
+    }
+    json& next = (*node)[key];
+    if (next.is_null()) next = json::object();
+    if (!next.is_object())
+      throw input_error(where + ": " + prefix + " is " + shown(next) + ", not a section");
+    node = &next;
+    start = dot + 1;
+  }
+}
+
+/// The tree as YAML (block style, keys in their order).
+inline void emit_yaml(YAML::Emitter& out, const json& v) {
+  if (v.is_object()) {
+    out << YAML::BeginMap;
+    for (const auto& [k, child] : v.items()) {
+      out << YAML::Key << k << YAML::Value;
+      emit_yaml(out, child);
+    }
+    out << YAML::EndMap;
+  } else if (v.is_array()) {
+    out << YAML::Flow << YAML::BeginSeq;
+    for (const auto& child : v) emit_yaml(out, child);
+    out << YAML::EndSeq;
+  } else if (v.is_string()) {
+    // Plain where YAML reads it back as the same string, quoted where it would not ("true", "4").
+    const std::string& text = v.get_ref<const std::string&>();
+    const json plain = detail::plain_scalar(text);
+    if (plain.is_string() && plain.get_ref<const std::string&>() == text) out << text;
+    else out << YAML::DoubleQuoted << text;
+  } else if (v.is_boolean()) {
+    out << YAML::TrueFalseBool << YAML::LowerCase << v.get<bool>();
+  } else if (v.is_number_integer()) {
+    out << v.get<std::int64_t>();
+  } else if (v.is_number()) {
+    out << v.get<double>();
+  } else {
+    out << YAML::Null;
+  }
+}
+
+inline std::string to_yaml(const json& v) {
+  YAML::Emitter out;
+  emit_yaml(out, v);
+  return std::string(out.c_str()) + "\n";
+}
+
+}  // namespace overlap_plan
