@@ -35,18 +35,24 @@ class cost_model {
     const sim::machine& m = machine_;
     const double share = static_cast<double>(sms) / m.sms;
     const double memory = static_cast<double>(o.memory_bytes) / (m.memory_bytes_per_us * m.memory_efficiency);
-    if (o.gemm.m > 0 && m.gemm_tile_m > 0 && m.gemm_tile_n > 0) {
+    if (const double wave = wave_us(o, sms); wave > 0) {
       // Each SM computes one output tile per wave; the last wave may be partly idle.
       const std::int64_t tiles = ceil_div(o.gemm.m, m.gemm_tile_m) * ceil_div(o.gemm.n, m.gemm_tile_n);
-      const std::int64_t waves = ceil_div(tiles, std::max(1, sms));
-      const double tile_flops = 2.0 * m.gemm_tile_m * m.gemm_tile_n * static_cast<double>(o.gemm.k);
-      const double per_sm = m.peak_flops_per_us / m.sms * m.gemm_efficiency;
-      return std::max(static_cast<double>(waves) * tile_flops / per_sm, memory);
+      return std::max(static_cast<double>(ceil_div(tiles, std::max(1, sms))) * wave, memory);
     }
     double efficiency = m.gemm_efficiency;
     if (o.key.type == schedule::op_type::attn_core_fprop) efficiency = m.attention_forward_efficiency;
     if (o.key.type == schedule::op_type::attn_core_bprop) efficiency = m.attention_backward_efficiency;
     return std::max(o.flops / (m.peak_flops_per_us * share * efficiency), memory);
+  }
+
+  /// One wave of a GEMM's tiles (0: the op does not run in waves): how long its blocks hold the
+  /// SMs before another kernel can get them.
+  virtual double wave_us(const schedule::op& o, int) const {
+    const sim::machine& m = machine_;
+    if (o.gemm.m <= 0 || m.gemm_tile_m <= 0 || m.gemm_tile_n <= 0) return 0;
+    const double tile_flops = 2.0 * m.gemm_tile_m * m.gemm_tile_n * static_cast<double>(o.gemm.k);
+    return tile_flops / (m.peak_flops_per_us / m.sms * m.gemm_efficiency);
   }
 
   /// A collective or p2p op after every member of its rendezvous has launched it.

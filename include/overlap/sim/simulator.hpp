@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstddef>
 #include <functional>
 #include <limits>
@@ -58,6 +59,7 @@ struct op_state {
   /// Compute: the share of the op's work done by `since`, and its duration on its current SMs;
   /// when its SMs change, the rest takes what the cost model says for the new count.
   double done = 0, since = 0, duration = 0;
+  double wave = 0;  ///< compute: the time of one of its waves on its current SMs (0: not in waves)
   long group = -1;  ///< rendezvous group for communication ops
 };
 
@@ -187,8 +189,25 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
     s.since = t;
     s.sms = sms;
     s.duration = cost.compute_us(programs[pi].ops[i], sms);
+    s.wave = cost.wave_us(programs[pi].ops[i], sms);
     s.end = t + (1 - s.done) * s.duration;
     running.emplace(s.end, pi, i);  // the earlier entry is now stale and skipped
+  };
+  // When the first running compute op of the rank whose blocks hold SMs ends its current wave
+  // (`t` if one is at a wave's end, or none has waves).
+  const auto wave_end = [&](std::size_t pi, double t) {
+    double first = never;
+    for (const std::size_t i : ranks[pi].running_compute) {
+      const detail::op_state& s = ranks[pi].ops[i];
+      if (s.wave <= 0) return t;
+      if (t - s.since < 1e-9) {  // blocks placed now (the op started or changed SMs) hold a whole wave
+        first = std::min(first, t + s.wave);
+        continue;
+      }
+      const double left = std::fmod(s.end - t, s.wave);
+      first = std::min(first, left < 1e-6 * s.wave || s.wave - left < 1e-6 * s.wave ? t : t + left);
+    }
+    return first == never ? t : first;
   };
   // Moves up to `count` SMs from the rank's running compute ops to its free pool.
   const auto take_sms = [&](std::size_t pi, int count, double t) {
@@ -283,15 +302,24 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
               s.now = state::running;
               s.start = s.since = t;
               s.duration = cost.compute_us(o, s.sms);
+              s.wave = cost.wave_us(o, s.sms);
               s.end = t + s.duration;
               running.emplace(s.end, pi, i);
               rs.running_compute.push_back(i);
             } else {
-              // A communication kernel gets its SMs even under a running GEMM: the GEMM's later
-              // waves run on fewer SMs, so it finishes later.
+              // A communication kernel that finds the SMs taken gets them as the running GEMMs'
+              // blocks retire: at the end of their current wave (its hardware queue waits till
+              // then); the GEMMs' later waves run on fewer SMs, so they finish later.
               const int want =
                   o.sms >= 0 ? o.sms : std::max(1, o.kind == op_kind::collective ? m.comm_sms : m.p2p_sms);
-              if (rs.free_sms < want) take_sms(pi, want - rs.free_sms, t);
+              if (rs.free_sms < want) {
+                const double retire = wave_end(pi, t);
+                if (retire > t) {
+                  running.emplace(retire, pi, wake);
+                  break;
+                }
+                take_sms(pi, want - rs.free_sms, t);
+              }
               if (want > 0 && rs.free_sms < 1) break;
               s.sms = std::min(rs.free_sms, want);
               rs.free_sms -= s.sms;
