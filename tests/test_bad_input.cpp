@@ -84,6 +84,7 @@ TEST_CASE("compose_step: sizes whose byte counts overflow 64 bits are refused") 
   const ov::settings s = dense_pp2::settings;
   sc::workload w = small();
   w.hidden_size = INT_MAX;
+  w.vocab_size = INT_MAX;
   w.kv_channels = 64;
   CHECK(compose_error(s, w).find("byte counts do not fit in 64 bits: the model's parameters") != std::string::npos);
   w = small();
@@ -97,6 +98,21 @@ TEST_CASE("compose_step: sizes whose byte counts overflow 64 bits are refused") 
   w.moe_ffn_hidden_size = 1 << 30;
   CHECK(compose_error(many, w).find("byte counts do not fit in 64 bits: the model's parameters") !=
         std::string::npos);
+}
+
+TEST_CASE("compose_step: a hidden size of INT_MAX is a valid, huge step: 64-bit counts, no overflow") {
+  sc::workload w = small();
+  w.hidden_size = INT_MAX;
+  w.kv_channels = 64;
+  const auto step = sc::compose_step(dense_pp2::settings, dense_pp2::resolved, w);
+  REQUIRE(step.size() == 4);
+  for (const auto& p : step)
+    for (const auto& o : p.ops) {
+      CHECK(o.bytes >= 0);
+      CHECK(o.memory_bytes >= 0);
+      CHECK(std::isfinite(o.flops));
+    }
+  CHECK(ov::verify::verify(step).empty());
 }
 
 TEST_CASE("compose_step: a step too large to generate is refused before it exhausts memory") {
@@ -329,7 +345,8 @@ class bad_comm_cost : public sim::cost_model {
 
 TEST_CASE("simulate: a cost model's NaN, infinite or negative time names the rank, the op and the value") {
   const std::string nan = simulate_error(pair_step(), fixed_cost(std::nan("")));
-  CHECK(nan.find("simulate: the cost model gives rank 0 op 0 (fc1_fprop) ") == 0);
+  CHECK(nan.starts_with("simulate: the cost model gives rank "));
+  CHECK(nan.find(" op 0 (fc1_fprop) nan us") != std::string::npos);
   CHECK(nan.find("nan us; a cost must be finite and >= 0") != std::string::npos);
   CHECK(simulate_error(pair_step(), fixed_cost(std::numeric_limits<double>::infinity())).find("inf us") !=
         std::string::npos);
