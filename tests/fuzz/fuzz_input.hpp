@@ -2,6 +2,7 @@
 // What the fuzz targets decode bytes into: settings (every field, enums and bit sets included,
 // out-of-range values too), workloads, steps of small programs and their costs. A short input
 // reads as zeros past its end, so every input decodes.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include <overlap/overlap.hpp>
+#include <overlap/program/program.hpp>
 #include <overlap/schedule/workload.hpp>
 
 namespace fuzz {
