@@ -100,6 +100,16 @@ TEST_CASE("compose_step: sizes whose byte counts overflow 64 bits are refused") 
         std::string::npos);
 }
 
+TEST_CASE("compose_step: the optimizer's 16 bytes per parameter are in the 64-bit check (fuzz find)") {
+  // compose_step_fuzz: 2^59 parameters passed a check at 8 bytes per parameter, then the
+  // optimizer step's 16 bytes of Adam state per parameter overflowed (signed overflow, UBSan).
+  using one = ov::config<ov::precision<ov::dtype::bf16>>;
+  const sc::workload w{.num_layers = 1, .micro_batches = 1, .seq_length = 1, .hidden_size = 1 << 29,
+                       .ffn_hidden_size = 1, .num_attention_heads = 1, .kv_channels = 1, .vocab_size = 1 << 29};
+  CHECK(compose_error(one::settings, one::resolved, w).find("byte counts do not fit in 64 bits: the model's parameters") !=
+        std::string::npos);
+}
+
 TEST_CASE("compose_step: a hidden size of INT_MAX is a valid, huge step: 64-bit counts, no overflow") {
   sc::workload w = small();
   w.hidden_size = INT_MAX;

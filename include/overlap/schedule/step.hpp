@@ -106,9 +106,9 @@ constexpr std::int64_t checked_sum(std::initializer_list<std::int64_t> terms) {
 }
 
 /// What of the workload's byte and parameter counts does not fit in 64 bits (whole tensors of
-/// the whole model with four times headroom, for the generators' sums and multiples); empty
-/// when all do. Sizes must be positive.
-inline std::string workload_overflow(const workload& w, int experts, int shared_ffn, int element_bytes) {
+/// the whole model at 64 bytes each: Adam's 16 bytes of state per parameter, fp32 gradients, and
+/// headroom for the generators' sums and multiples); empty when all do. Sizes must be positive.
+inline std::string workload_overflow(const workload& w, int experts, int shared_ffn) {
   const std::int64_t hidden = w.hidden_size, tokens = checked_product(w.seq_length, w.micro_batch_size);
   const std::int64_t head = w.kv_channels > 0 ? w.kv_channels : hidden / w.num_attention_heads;
   const std::int64_t groups = w.num_query_groups > 0 ? w.num_query_groups : w.num_attention_heads;
@@ -125,7 +125,7 @@ inline std::string workload_overflow(const workload& w, int experts, int shared_
   const std::int64_t routed = checked_product(std::max(1, w.moe_router_topk), widest);
   std::string text;
   const auto fits = [&](std::int64_t count, const char* what) {
-    if (checked_product({count, element_bytes, 4}) < 0) text += (text.empty() ? "" : ", ") + std::string(what);
+    if (checked_product(count, 64) < 0) text += (text.empty() ? "" : ", ") + std::string(what);
   };
   fits(model, "the model's parameters");
   fits(checked_product(tokens, routed), "one micro-batch's activations (seq_length x micro_batch_size x width)");
@@ -199,7 +199,7 @@ inline step_shape shape_of(const settings& s, const resolved_settings& r, const 
   need(ep == 1 || etp == 1, "expert tensor parallelism (etp " + std::to_string(etp) +
                                 ") is not modelled with ep > 1: set expert_tensor_parallel_size<1>");
   const std::string overflow =
-      workload_overflow(w, experts, s.moe_shared_expert_intermediate_size.value_or(0), element_bytes(s.precision));
+      workload_overflow(w, experts, s.moe_shared_expert_intermediate_size.value_or(0));
   need(overflow.empty(), "byte counts do not fit in 64 bits: " + overflow + "; use smaller sizes");
   // The world fits (L-5); what it generates must too.
   const std::int64_t passes = checked_product(
