@@ -9,6 +9,7 @@
 #include <vector>
 
 #include <overlap/rules/derive.hpp>
+#include <overlap/rules/rule.hpp>
 #include <overlap/schedule/step.hpp>
 #include <overlap/sim/simulator.hpp>
 
@@ -26,7 +27,10 @@ struct family_plan {
 };
 
 namespace detail {
-/// `s` with the overlap of `f` turned off.
+/// `s` with the overlap of `f` turned off, still valid when `s` is (compose_step validates it):
+/// PP overlap stays on with vpp on pp 2, which needs it (PP-8), and nothing is set for pp 1
+/// (PP-16); EP's early attention-memory release (EP-16) and a CUDA_DEVICE_MAX_CONNECTIONS pinned
+/// for EP overlap (ENV-1 without it) go with EP overlap.
 inline settings without_overlap(settings s, schedule::family f) {
   switch (f) {
     case schedule::family::tp:
@@ -40,6 +44,8 @@ inline settings without_overlap(settings s, schedule::family f) {
       s.align_param_gather = false;
       break;
     case schedule::family::pp:
+      if (s.pipeline_model_parallel_size == 1) break;
+      if (s.virtual_pipeline_model_parallel_size && s.pipeline_model_parallel_size == 2) break;
       s.overlap_p2p_comm = false;
       s.batch_p2p_comm = true;
       s.overlap_p2p_comm_warmup_flush = false;
@@ -47,6 +53,8 @@ inline settings without_overlap(settings s, schedule::family f) {
     case schedule::family::ep:
       s.overlap_moe_expert_parallel_comm = false;
       s.delay_wgrad_compute = false;
+      s.ep_overlap_early_attn_memory_release = false;
+      if (rules::conditions::ENV_1(s, derive(s))) s.cuda_device_max_connections.reset();
       break;
     case schedule::family::none:
       for (const auto f : schedule::families) s = without_overlap(s, f);
@@ -86,6 +94,8 @@ inline std::vector<family_plan> plan_families(const settings& s, const schedule:
     if (!c.enabled) continue;
     family_plan plan;
     plan.family = c.f;
+    if (c.f == family::pp && s.virtual_pipeline_model_parallel_size && s.pipeline_model_parallel_size == 2)
+      plan.note = "vpp on pp 2 needs overlap_p2p_comm (PP-8): the baseline keeps it on";
     const resolved_settings r = derive(s);
     const settings base_settings = detail::without_overlap(s, c.f);
     const resolved_settings base = derive(base_settings);

@@ -4,11 +4,13 @@
 /// forms one rendezvous, and so does the n-th send from rank a to rank b with the n-th recv on b
 /// from a. The verifier and the simulator both build on this one matching.
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <map>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include <overlap/program/program.hpp>
@@ -30,10 +32,48 @@ struct match_problem {
 
 struct rendezvous_set {
   std::vector<std::vector<op_ref>> groups;  ///< each: the ops that complete together
+  /// Per group: empty when its members agree; else which ranks disagree on what (a kind, a size):
+  /// NCCL would hang or corrupt memory, so the group never completes.
+  std::vector<std::string> disagreement;
   std::vector<match_problem> problems;      ///< empty when every comm op has its partners
 };
 
-/// Matches every collective, send and recv of a step (ops must reference valid communicators).
+/// What makes a step's programs unfit to be matched at all: two programs for one rank, a
+/// negative rank, a communicator that lists a rank twice, and a communicator name whose member
+/// list differs between the programs that hold it (NCCL would build two different groups, or
+/// none). Empty for a well-formed step.
+inline std::vector<match_problem> step_problems(const std::vector<program>& programs) {
+  std::vector<match_problem> out;
+  std::map<int, std::size_t> seen;  // rank -> program index
+  std::map<std::string, std::pair<int, const std::vector<int>*>> first;  // name -> (rank, members)
+  const auto list = [](const std::vector<int>& ranks) {
+    std::string text = "{";
+    for (std::size_t i = 0; i < ranks.size(); ++i) text += (i ? "," : "") + std::to_string(ranks[i]);
+    return text + "}";
+  };
+  for (std::size_t pi = 0; pi < programs.size(); ++pi) {
+    const program& p = programs[pi];
+    if (p.rank < 0) out.push_back({p.rank, -1, "rank " + std::to_string(p.rank) + " is negative"});
+    else if (!seen.emplace(p.rank, pi).second)
+      out.push_back({p.rank, -1, "two programs for rank " + std::to_string(p.rank) + " (programs " +
+                                     std::to_string(seen[p.rank]) + " and " + std::to_string(pi) + ")"});
+    for (const communicator& c : p.comms) {
+      std::vector<int> sorted = c.ranks;
+      std::sort(sorted.begin(), sorted.end());
+      if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end())
+        out.push_back({p.rank, -1, "communicator " + c.name + " lists a rank twice: " + list(c.ranks)});
+      const auto [it, fresh] = first.emplace(c.name, std::pair{p.rank, &c.ranks});
+      if (!fresh && *it->second.second != c.ranks)
+        out.push_back({p.rank, -1, "communicator " + c.name + " has members " + list(c.ranks) + " here but " +
+                                       list(*it->second.second) + " on rank " + std::to_string(it->second.first) +
+                                       " (one name, one group: NCCL would hang or mix up ranks)"});
+    }
+  }
+  return out;
+}
+
+/// Matches every collective, send and recv of a step (ops must reference valid communicators, and
+/// `step_problems` must be empty).
 inline rendezvous_set match_rendezvous(const std::vector<program>& programs) {
   rendezvous_set out;
   std::map<std::string, std::map<int, std::vector<op_ref>>> collectives;  // name -> rank -> ops
@@ -63,6 +103,7 @@ inline rendezvous_set match_rendezvous(const std::vector<program>& programs) {
       if (list.size() > length) length = list.size();
     for (std::size_t k = 0; k < length; ++k) {
       std::vector<op_ref> group;
+      std::string disagrees;
       for (const int r : members[name]) {
         const auto it = by_rank.find(r);
         const std::size_t have = it == by_rank.end() ? 0 : it->second.size();
@@ -81,17 +122,24 @@ inline rendezvous_set match_rendezvous(const std::vector<program>& programs) {
         if (!group.empty()) {
           const op& a = at(group.front());
           const op& b = at(cur);
-          if (a.coll != b.coll || a.bytes != b.bytes)
+          if (a.coll != b.coll || a.bytes != b.bytes) {
             problem(r, static_cast<long>(cur.op),
                     "collective #" + std::to_string(k) + " on " + name + " is " +
                         std::string(to_string(b.coll)) + " of " + std::to_string(b.bytes) + " bytes here but " +
                         std::string(to_string(a.coll)) + " of " + std::to_string(a.bytes) + " bytes on rank " +
                         std::to_string(rank_of(group.front())) + " (ranks issue " + name +
                         "'s collectives in different orders: hang)");
+            if (disagrees.empty())
+              disagrees = "ranks " + std::to_string(rank_of(group.front())) + " and " + std::to_string(r) +
+                          " disagree on collective #" + std::to_string(k) + " of " + name + ": " +
+                          std::string(to_string(a.coll)) + " of " + std::to_string(a.bytes) + " bytes vs " +
+                          std::string(to_string(b.coll)) + " of " + std::to_string(b.bytes) + " bytes";
+          }
         }
         group.push_back(cur);
       }
       out.groups.push_back(std::move(group));
+      out.disagreement.push_back(std::move(disagrees));
     }
   }
 
@@ -106,12 +154,16 @@ inline rendezvous_set match_rendezvous(const std::vector<program>& programs) {
         continue;
       }
       const op_ref peer = it->second[k];
-      if (at(list[k]).bytes != at(peer).bytes)
-        problem(rank_of(list[k]), static_cast<long>(list[k].op),
-                "send of " + std::to_string(at(list[k]).bytes) + " bytes meets a recv of " +
-                    std::to_string(at(peer).bytes) + " bytes on rank " +
-                    std::to_string(rank_of(peer)));
+      std::string disagrees;
+      if (at(list[k]).bytes != at(peer).bytes) {
+        disagrees = "send of " + std::to_string(at(list[k]).bytes) + " bytes meets a recv of " +
+                    std::to_string(at(peer).bytes) + " bytes on rank " + std::to_string(rank_of(peer));
+        problem(rank_of(list[k]), static_cast<long>(list[k].op), disagrees);
+        disagrees = "ranks " + std::to_string(rank_of(list[k])) + " and " + std::to_string(rank_of(peer)) +
+                    " disagree on send/recv #" + std::to_string(k) + " on " + std::get<0>(key) + ": " + disagrees;
+      }
       out.groups.push_back({list[k], peer});
+      out.disagreement.push_back(std::move(disagrees));
     }
   }
   for (const auto& [key, list] : recvs) {

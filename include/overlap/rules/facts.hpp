@@ -51,6 +51,23 @@ constexpr bool divides_product(std::int64_t a, std::int64_t b1, std::int64_t b2,
   return a == 1;
 }
 
+/// The most ranks a layout may have (L-5): more than any training run, and few enough that one
+/// program per rank can be generated and simulated.
+inline constexpr std::int64_t max_world_size = 131'072;
+/// The most chunks a ub::pipeline slot may split its GEMM into (TE-8): each split is a GEMM and a
+/// reduce-scatter per layer and micro-batch in the generated step.
+inline constexpr int max_num_splits = 64;
+
+/// tp × cp × dp × pp, saturated just above `max_world_size` so that no product overflows.
+constexpr std::int64_t world_size(const settings& s) {
+  std::int64_t world = 1;
+  for (const int size : {tp(s), cp(s), dp(s), pp(s)}) {
+    if (size <= 0) return 0;
+    world = world * size > max_world_size ? max_world_size + 1 : world * size;
+  }
+  return world;
+}
+
 constexpr bool is_moe(const settings& s) { return s.num_moe_experts.has_value(); }
 constexpr bool has_shared_experts(const settings& s) {
   return s.moe_shared_expert_intermediate_size.has_value();

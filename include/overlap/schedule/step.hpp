@@ -16,6 +16,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <initializer_list>
+#include <limits>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -24,6 +26,7 @@
 #include <vector>
 
 #include <overlap/program/program.hpp>
+#include <overlap/rules/validate.hpp>
 #include <overlap/schedule/buckets.hpp>
 #include <overlap/schedule/data_parallel.hpp>
 #include <overlap/schedule/emitter.hpp>
@@ -78,11 +81,83 @@ struct step_shape {
   std::int64_t activation_bytes = 0;  ///< one micro-batch's layer boundary on one tp rank
 };
 
-inline step_shape shape_of(const settings& s, const resolved_settings& r, const workload& w, family_set on) {
-  std::string problems;
-  const auto need = [&](bool ok, const std::string& what) {
-    if (!ok) problems += (problems.empty() ? "" : "; ") + what;
+/// The largest step compose_step generates, in layer passes (a layer's forward or backward for
+/// one micro-batch) over all ranks: about 30 ops each, so a few gigabytes of programs.
+inline constexpr std::int64_t max_layer_passes = std::int64_t{1} << 24;
+
+/// `a` x `b` for non-negative factors, or -1 when it does not fit in 64 bits (or a factor is -1).
+constexpr std::int64_t checked_product(std::int64_t a, std::int64_t b) {
+  if (a < 0 || b < 0) return -1;
+  if (a != 0 && b > std::numeric_limits<std::int64_t>::max() / a) return -1;
+  return a * b;
+}
+constexpr std::int64_t checked_product(std::initializer_list<std::int64_t> factors) {
+  std::int64_t v = 1;
+  for (const std::int64_t f : factors) v = checked_product(v, f);
+  return v;
+}
+constexpr std::int64_t checked_sum(std::initializer_list<std::int64_t> terms) {
+  std::int64_t v = 0;
+  for (const std::int64_t t : terms) {
+    if (t < 0 || v > std::numeric_limits<std::int64_t>::max() - t) return -1;
+    v += t;
+  }
+  return v;
+}
+
+/// What of the workload's byte and parameter counts does not fit in 64 bits (whole tensors of
+/// the whole model at 64 bytes each: Adam's 16 bytes of state per parameter, fp32 gradients, and
+/// headroom for the generators' sums and multiples); empty when all do. Sizes must be positive.
+inline std::string workload_overflow(const workload& w, int experts, int shared_ffn) {
+  const std::int64_t hidden = w.hidden_size, tokens = checked_product(w.seq_length, w.micro_batch_size);
+  const std::int64_t head = w.kv_channels > 0 ? w.kv_channels : hidden / w.num_attention_heads;
+  const std::int64_t groups = w.num_query_groups > 0 ? w.num_query_groups : w.num_attention_heads;
+  const std::int64_t query = checked_product(w.num_attention_heads, head);
+  const std::int64_t qkv = checked_product(hidden, checked_sum({query, checked_product({2, groups, head})}));
+  const std::int64_t mlp = experts > 0 ? checked_sum({checked_product({experts, 3, hidden, w.moe_ffn_hidden_size}),
+                                                      checked_product({3, hidden, shared_ffn}),
+                                                      checked_product(hidden, experts)})
+                                       : checked_product({3, hidden, w.ffn_hidden_size});
+  const std::int64_t layer = checked_sum({qkv, checked_product(query, hidden), mlp, checked_product(2, hidden)});
+  const std::int64_t model = checked_sum({checked_product(w.num_layers, layer),
+                                          checked_product({2, w.vocab_size, hidden}), hidden});
+  const std::int64_t widest = std::max({hidden, query, std::int64_t{w.ffn_hidden_size}, std::int64_t{w.moe_ffn_hidden_size}});
+  const std::int64_t routed = checked_product(std::max(1, w.moe_router_topk), widest);
+  std::string text;
+  const auto fits = [&](std::int64_t count, const char* what) {
+    if (checked_product(count, 64) < 0) text += (text.empty() ? "" : ", ") + std::string(what);
   };
+  fits(model, "the model's parameters");
+  fits(checked_product(tokens, routed), "one micro-batch's activations (seq_length x micro_batch_size x width)");
+  return text;
+}
+
+inline step_shape shape_of(const settings& s, const resolved_settings& r, const workload& w, family_set on) {
+  std::vector<std::string> problems;
+  const auto need = [&](bool ok, const std::string& what) {
+    if (!ok) problems.push_back(what);
+  };
+  // The settings first: every rule of the table, as validate() reports them. What follows
+  // divides by their sizes, so it is skipped when they are wrong.
+  const report checked = validate(s);
+  for (const diagnostic& v : checked) problems.push_back("[" + std::string(v.id) + "] " + std::string(v.message));
+  need(!checked.resolved || *checked.resolved == r,
+       "the resolved settings are not derive(settings) (pass Cfg::resolved with Cfg::settings, or derive(s) with s)");
+  const bool positive = w.num_layers > 0 && w.micro_batches > 0 && w.seq_length > 0 && w.micro_batch_size > 0 &&
+                        w.hidden_size > 0 && w.ffn_hidden_size > 0 && w.num_attention_heads > 0 &&
+                        w.vocab_size > 0 && w.num_query_groups >= 0 && w.kv_channels >= 0 &&
+                        w.moe_router_topk >= 0 && w.moe_ffn_hidden_size >= 0;
+  need(positive,
+       "workload sizes must be positive (num_query_groups and kv_channels: 0 for the default; moe_router_topk and "
+       "moe_ffn_hidden_size: 0 on a dense model)");
+  const auto fail = [&] {
+    std::string message = "compose_step: " + std::to_string(problems.size()) +
+                          (problems.size() == 1 ? " problem: " : " problems: ");
+    for (std::size_t i = 0; i < problems.size(); ++i) message += (i == 0 ? "" : "; ") + problems[i];
+    throw std::invalid_argument(message);
+  };
+  if (!checked.ok() || !positive) fail();
+
   step_shape k;
   const int experts = s.num_moe_experts.value_or(0);
   k.moe = experts > 0;
@@ -93,14 +168,14 @@ inline step_shape shape_of(const settings& s, const resolved_settings& r, const 
   k.chunks = pp > 1 ? s.virtual_pipeline_model_parallel_size.value_or(1) : 1;
   // Ranks along the data-parallel dimension: the dp group, or as many as the ep group needs.
   const int data = on.dp ? dp : (ep + tp - 1) / tp;
-  need(w.num_layers > 0 && w.micro_batches > 0 && w.seq_length > 0 && w.micro_batch_size > 0 &&
-           w.hidden_size > 0 && w.ffn_hidden_size > 0 && w.num_attention_heads > 0 && w.vocab_size > 0 &&
-           w.num_query_groups >= 0 && w.kv_channels >= 0,
-       "workload sizes must be positive (num_query_groups and kv_channels: 0 for the default)");
+  const std::int64_t stages = std::int64_t{pp} * k.chunks;  // vpp is not bounded by the rules
   need(s.context_parallel_size == 1, "context parallelism (context_parallel_size " +
                                          std::to_string(s.context_parallel_size) + ") is not modelled");
-  need(w.num_layers % (pp * k.chunks) == 0, "num_layers (" + std::to_string(w.num_layers) +
-                                                ") must be a multiple of pp x vpp (" + std::to_string(pp * k.chunks) + ")");
+  need(w.num_layers % stages == 0, "num_layers (" + std::to_string(w.num_layers) +
+                                       ") must be a multiple of pp x vpp (" + std::to_string(stages) + ")");
+  need(k.chunks == 1 || w.micro_batches % pp == 0,
+       "the interleaved schedule needs micro_batches (" + std::to_string(w.micro_batches) +
+           ") to be a multiple of pp (" + std::to_string(pp) + ")");
   need(w.num_attention_heads % tp == 0 && w.query_groups() % tp == 0,
        "num_attention_heads and num_query_groups must be multiples of tp (" + std::to_string(tp) + ")");
   need(w.kv_channels > 0 || w.hidden_size % w.num_attention_heads == 0,
@@ -123,6 +198,15 @@ inline step_shape shape_of(const settings& s, const resolved_settings& r, const 
   const int etp = on.tp ? s.expert_tensor_parallel_size.value_or(s.tensor_model_parallel_size) : 1;
   need(ep == 1 || etp == 1, "expert tensor parallelism (etp " + std::to_string(etp) +
                                 ") is not modelled with ep > 1: set expert_tensor_parallel_size<1>");
+  const std::string overflow =
+      workload_overflow(w, experts, s.moe_shared_expert_intermediate_size.value_or(0));
+  need(overflow.empty(), "byte counts do not fit in 64 bits: " + overflow + "; use smaller sizes");
+  // The world fits (L-5); what it generates must too.
+  const std::int64_t passes = checked_product(
+      {std::int64_t{tp} * data * pp, w.num_layers / pp + 2, w.micro_batches, 2});
+  need(passes >= 0 && passes <= max_layer_passes,
+       "the step is too large to generate: ranks x (layers per stage + 2) x micro_batches x 2 is over " +
+           std::to_string(max_layer_passes) + " layer passes; plan a smaller model, fewer micro-batches or fewer ranks");
   // Recompute.
   if (s.recompute_granularity == granularity::selective) {
     const bool defaults = s.recompute_modules.empty();
@@ -139,7 +223,7 @@ inline step_shape shape_of(const settings& s, const resolved_settings& r, const 
     k.recompute.uniform = s.recompute_method.value_or(recompute::uniform) == recompute::uniform;
     need(k.recompute.full_layers > 0, "recompute_num_layers must be positive");
   }
-  if (!problems.empty()) throw std::invalid_argument("compose_step: " + problems);
+  if (!problems.empty()) fail();
   k.ranks = layout(tp, 1, data, pp, ep);
   k.per_chunk = w.num_layers / (pp * k.chunks);
   k.micro_batches = w.micro_batches;

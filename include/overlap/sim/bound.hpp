@@ -10,6 +10,10 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
+#include <map>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include <overlap/program/program.hpp>
@@ -27,6 +31,7 @@ struct step_bound {
   double value() const { return std::max({compute_us, nvlink_us, network_us, critical_path_us}); }
 };
 
+/// Throws what `simulate` throws (malformed steps, bad costs).
 inline step_bound lower_bound(const std::vector<schedule::program>& programs,
                               const cost_model& cost, options opt = {}) {
   step_bound b;
@@ -36,18 +41,24 @@ inline step_bound lower_bound(const std::vector<schedule::program>& programs,
   b.critical_path_us = ideal.step_time_us;
   // Per program: busy time of [nvlink out, nvlink in, network out, network in].
   std::vector<std::array<double, 4>> busy(programs.size(), std::array<double, 4>{});
-  std::vector<std::size_t> index_of_rank;  // interval rank -> program index
+  std::map<int, std::size_t> index_of_rank;  // interval rank -> program index (ranks are distinct)
   for (std::size_t pi = 0; pi < programs.size(); ++pi) {
-    const auto rank = static_cast<std::size_t>(programs[pi].rank);
-    if (index_of_rank.size() <= rank) index_of_rank.resize(rank + 1, 0);
-    index_of_rank[rank] = pi;
+    index_of_rank[programs[pi].rank] = pi;
     double compute = 0;
-    for (const auto& o : programs[pi].ops)
-      if (o.kind == schedule::op_kind::compute) compute += cost.compute_us(o, m.sms);
+    for (std::size_t i = 0; i < programs[pi].ops.size(); ++i) {
+      const schedule::op& o = programs[pi].ops[i];
+      if (o.kind != schedule::op_kind::compute) continue;
+      const double us = cost.compute_us(o, m.sms);
+      if (!std::isfinite(us) || us < 0)  // an op the deadlocked simulation never reached
+        throw std::invalid_argument("lower_bound: the cost model gives rank " + std::to_string(programs[pi].rank) +
+                                    " op " + std::to_string(i) + " (" + schedule::display_name(o) + ") " +
+                                    std::to_string(us) + " us; a cost must be finite and >= 0");
+      compute += us;
+    }
     b.compute_us = std::max(b.compute_us, compute);
   }
   for (const interval& i : ideal.intervals) {
-    const std::size_t pi = index_of_rank[static_cast<std::size_t>(i.rank)];
+    const std::size_t pi = index_of_rank.at(i.rank);
     const schedule::program& p = programs[pi];
     const schedule::op& o = p.ops[static_cast<std::size_t>(i.op)];
     if (!schedule::is_communication(o.kind)) continue;

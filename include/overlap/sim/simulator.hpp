@@ -108,10 +108,22 @@ inline double length(const std::vector<std::pair<double, double>>& merged) {
   return total;
 }
 
+/// What the event loop itself reads of the machine (the cost model reads the rest).
+inline void check_machine(const machine& m) {
+  if (m.sms < 1 || m.comm_sms < 0 || m.p2p_sms < 0 || !std::isfinite(m.launch_us) || m.launch_us < 0)
+    throw std::invalid_argument("simulate: the machine needs sms >= 1, comm_sms and p2p_sms >= 0 and a finite "
+                                "launch_us >= 0 (it has sms " + std::to_string(m.sms) + ", comm_sms " +
+                                std::to_string(m.comm_sms) + ", p2p_sms " + std::to_string(m.p2p_sms) +
+                                ", launch_us " + std::to_string(m.launch_us) + ")");
+}
+
 }  // namespace detail
 
-/// Simulates one step: `programs` holds one program per rank, well-formed as `verify` checks
-/// (a malformed op is not diagnosed here).
+/// Simulates one step: `programs` holds one program per rank. Throws std::invalid_argument for a
+/// step `verify` rejects as malformed (the first problem), a machine the loop cannot run, and a
+/// cost that is not a finite time >= 0 (naming the rank, the op and the value). Ranks that
+/// disagree on a rendezvous (a collective's kind or size, a send's size) never start it: a hang,
+/// with the disagreement in the wait-for graph, as on NCCL.
 inline result simulate(const std::vector<schedule::program>& programs, const cost_model& cost,
                        const options& opt = {}) {
   using detail::never;
@@ -127,6 +139,18 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
                                   std::to_string(problems.front().op) + ": " + problems.front().text +
                                   " (verify::verify lists every problem)");
   }
+  if (const auto problems = schedule::step_problems(programs); !problems.empty())
+    throw std::invalid_argument("simulate: rank " + std::to_string(problems.front().rank) + ": " +
+                                problems.front().reason + " (verify::verify lists every problem)");
+  detail::check_machine(m);
+  // A cost must be a finite time: NaN would stall the event loop, a negative one run time back.
+  const auto checked = [&](double us, std::size_t pi, std::size_t i) {
+    if (!std::isfinite(us) || us < 0)
+      throw std::invalid_argument("simulate: the cost model gives rank " + std::to_string(programs[pi].rank) +
+                                  " op " + std::to_string(i) + " (" + schedule::display_name(programs[pi].ops[i]) +
+                                  ") " + std::to_string(us) + " us; a cost must be finite and >= 0");
+    return us;
+  };
   std::vector<detail::rank_state> ranks;
   ranks.reserve(programs.size());
   for (std::size_t pi = 0; pi < programs.size(); ++pi) {
@@ -161,7 +185,7 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
   };
   const auto start_group = [&](std::size_t g, double t) {
     const auto& members = matched.groups[g];
-    if (static_cast<int>(members.size()) != expected_size[g]) return false;
+    if (static_cast<int>(members.size()) != expected_size[g] || !matched.disagreement[g].empty()) return false;
     for (const auto& mem : members)
       if (ranks[mem.program].ops[mem.op].now != state::launched) return false;
     const schedule::program& first = programs[members.front().program];
@@ -171,7 +195,7 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
       where.off_node_peers = std::max(where.off_node_peers,
                                       schedule::off_node_peers(programs[mem.program], programs[mem.program].ops[mem.op],
                                                                m.gpus_per_node));
-    const double end = t + cost.comm_us(o, where);
+    const double end = t + checked(cost.comm_us(o, where), members.front().program, members.front().op);
     for (const auto& mem : members) {
       auto& s = ranks[mem.program].ops[mem.op];
       s.now = state::running;
@@ -188,7 +212,7 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
     s.done = std::min(1.0, s.done + (s.duration > 0 ? (t - s.since) / s.duration : 1.0));
     s.since = t;
     s.sms = sms;
-    s.duration = cost.compute_us(programs[pi].ops[i], sms);
+    s.duration = checked(cost.compute_us(programs[pi].ops[i], sms), pi, i);
     s.wave = cost.wave_us(programs[pi].ops[i], sms);
     s.end = t + (1 - s.done) * s.duration;
     running.emplace(s.end, pi, i);  // the earlier entry is now stale and skipped
@@ -289,7 +313,7 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
               if (o.kind == op_kind::compute) {
                 s.now = state::running;
                 s.start = t;
-                s.end = t + cost.compute_us(o, m.sms);
+                s.end = t + checked(cost.compute_us(o, m.sms), pi, i);
                 running.emplace(s.end, pi, i);
               } else {
                 s.now = state::launched;
@@ -301,7 +325,7 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
               rs.free_sms = 0;
               s.now = state::running;
               s.start = s.since = t;
-              s.duration = cost.compute_us(o, s.sms);
+              s.duration = checked(cost.compute_us(o, s.sms), pi, i);
               s.wave = cost.wave_us(o, s.sms);
               s.end = t + s.duration;
               running.emplace(s.end, pi, i);
@@ -382,7 +406,9 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
         else if (s.now == state::pending) why = "not issued: the host is blocked at a host sync";
         else if (s.now == state::launched)
           why = s.group < 0 ? "launched; no rank issues its matching op"
-                            : "launched; waits for the other members of its rendezvous to launch";
+                : !matched.disagreement[static_cast<std::size_t>(s.group)].empty()
+                    ? "launched; its rendezvous never starts: " + matched.disagreement[static_cast<std::size_t>(s.group)]
+                    : "launched; waits for the other members of its rendezvous to launch";
         else if (const long j = blocker(pi, i); j >= 0)
           why = "waits for op " + std::to_string(j) + " (" + schedule::display_name(p.ops[static_cast<std::size_t>(j)]) + ")";
         else why = "waits behind the head of its hardware queue";

@@ -2,7 +2,9 @@
 /// @file
 /// The verifier: checks the programs of all ranks of a step before anything runs. It rejects, with
 /// the rank, the op and the reason:
-/// - a malformed op (stream, communicator, peer, event or buffer out of range);
+/// - a malformed op (kind, stream, communicator, peer, event or buffer out of range, a negative or
+///   non-finite size), and a malformed step (two programs for one rank, a communicator name with
+///   different member lists on different ranks);
 /// - a communicator whose collective sequence differs between its ranks;
 /// - a send or recv without its matching counterpart (peer, count and bytes);
 /// - an event wait with no earlier record of that event;
@@ -119,11 +121,13 @@ inline void rendezvous(const std::vector<schedule::program>& programs, step_grap
 }  // namespace detail
 
 /// Every reason the programs of one step would hang, race or misbehave; empty when they verify.
+/// Defined for any input: a malformed program is findings, never an exception.
 /// `programs` holds one program per rank of the step (ranks that share a program included).
 inline std::vector<finding> verify(const std::vector<schedule::program>& programs) {
   std::vector<finding> out;
   for (const auto& p : programs)
     for (const auto& problem : schedule::structure_problems(p)) out.push_back({p.rank, problem.op, problem.text});
+  for (const auto& problem : schedule::step_problems(programs)) out.push_back({problem.rank, problem.op, problem.reason});
   if (!out.empty()) return out;
 
   detail::step_graph g(programs);

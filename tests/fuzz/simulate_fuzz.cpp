@@ -1,0 +1,39 @@
+// libFuzzer target: bytes decode into a step of small programs; simulate() and lower_bound()
+// either throw std::invalid_argument or finish (libFuzzer's timeout catches a hang). A step that
+// verify() accepts simulates without an exception and, without SM contention (which verify does
+// not model), without a deadlock, within its lower bound.
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <stdexcept>
+
+#include <overlap/sim/bound.hpp>
+#include <overlap/sim/simulator.hpp>
+#include <overlap/verify/verify.hpp>
+
+#include "fuzz_input.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  fuzz::byte_reader in(data, size);
+  const auto step = fuzz::decode_step(in);
+  overlap::sim::options opt;
+  opt.cuda_device_max_connections = 1 + in.next<std::uint8_t>() % 8;
+  const overlap::sim::cost_model h100(overlap::sim::h100_node());
+  const bool verified = overlap::verify::verify(step).empty();
+  try {
+    const overlap::sim::result contended = overlap::sim::simulate(step, h100, opt);
+    const overlap::sim::step_bound bound = overlap::sim::lower_bound(step, h100, opt);
+    (void)contended;
+    if (verified && opt.cuda_device_max_connections >= 4 && bound.critical_path_us < 0) std::abort();
+    opt.unlimited_resources = true;
+    const overlap::sim::result ideal = overlap::sim::simulate(step, h100, opt);
+    if (verified && opt.cuda_device_max_connections >= 4 && ideal.deadlock) {
+      std::fprintf(stderr, "verified step deadlocks in the simulator:\n%s", ideal.wait_for_graph.c_str());
+      std::abort();
+    }
+  } catch (const std::invalid_argument&) {
+    if (verified) std::abort();
+  }
+  return 0;
+}
