@@ -349,7 +349,7 @@ class fixed_cost : public sim::cost_model {
 class bad_comm_cost : public sim::cost_model {
  public:
   bad_comm_cost() : cost_model(sim::h100_node()) {}
-  double comm_us(const sc::op&, int, bool) const override { return -3; }
+  double comm_us(const sc::op&, const sim::placement&) const override { return -3; }
 };
 }  // namespace
 
