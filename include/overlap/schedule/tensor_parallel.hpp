@@ -44,7 +44,6 @@ class tp_builder {
         ring_(tp_ > 1 ? e.add_stream(stream_role::tp_comm, -1) : compute_stream),
         comm_(tp_ > 1 ? e.comm(tp_group.name, tp_group.ranks) : -1) {}
 
-  int size() const { return tp_; }
   /// The buffer `attention_forward` returns: the attention's output, the MLP's input.
   int attention_output(int l, int mb) { return scattered_output(op_type::proj_fprop, {.layer = l, .micro_batch = mb}); }
 
