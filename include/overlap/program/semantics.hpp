@@ -195,14 +195,17 @@ class rank_order {
         return;
       }
       append(mine, after);
-      at_group_start = std::move(after);
-      after.assign(1, i);
+      at_group_start.swap(after);  // keeps both vectors' storage: no allocation per op
+      after.clear();
+      after.push_back(i);
       group = group_first;
     }
   };
   void close(std::vector<std::size_t>& mine) {
-    std::sort(mine.begin(), mine.end());
-    mine.erase(std::unique(mine.begin(), mine.end()), mine.end());
+    if (mine.size() > 1) {
+      std::sort(mine.begin(), mine.end());
+      mine.erase(std::unique(mine.begin(), mine.end()), mine.end());
+    }
     preds_.insert(preds_.end(), mine.begin(), mine.end());
     offsets_.push_back(preds_.size());
   }
