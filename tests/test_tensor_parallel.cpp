@@ -22,9 +22,9 @@ struct ring_reduce_scatter {
   using fc2_fprop = ov::ub::ring_exchange<>;
 };
 
-/// A tp = 4 step made of one GEMM slot, on an H100 node.
+/// A tp = 4 step made of one GEMM slot, on an H100 node (with `connections` hardware queues).
 template <class Build>
-ov::sim::result one_gemm(Build build) {
+ov::sim::result one_gemm(Build build, int connections = 8) {
   sc::workload w;
   std::vector<sc::program> step;
   for (int rank = 0; rank < 4; ++rank) {
@@ -38,7 +38,8 @@ ov::sim::result one_gemm(Build build) {
   }
   INFO(ov::verify::verify_report(step));
   CHECK(ov::verify::verify(step).empty());
-  return ov::sim::simulate(step, ov::sim::cost_model(ov::sim::h100_node()));
+  return ov::sim::simulate(step, ov::sim::cost_model(ov::sim::h100_node()),
+                           {.cuda_device_max_connections = connections});
 }
 
 /// One ring chunk on an H100 node: a quarter of 4096 tokens x 4096 hidden in bf16 over NVLink.
@@ -99,13 +100,21 @@ TEST_CASE("ring exchange hides its tp - 1 chunk transfers under the GEMM chunks"
   }
 }
 
-TEST_CASE("the pipelined split exposes the reduce-scatter of its last split") {
+TEST_CASE("the pipelined split exposes the reduce-scatter of its last split, with one connection") {
   const ov::ub::slot pipeline = ov::ub::default_knobs(ov::ub::method::pipeline);  // 4 splits
-  const auto r = one_gemm([&](sc::detail::tp_builder& b, int in) {
+  const auto build = [&](sc::detail::tp_builder& b, int in) {
     b.gemm_reduce_scatter(sc::op_type::fc2_fprop, pipeline, {.layer = 0, .micro_batch = 0}, in, 4e12);
-  });
-  REQUIRE_FALSE(r.deadlock);
-  CHECK(r.exposed_comm_us[tp_family] == doctest::Approx(r.comm_us[tp_family] / 4).epsilon(0.05));
+  };
+  const auto one = one_gemm(build, 1);
+  REQUIRE_FALSE(one.deadlock);
+  CHECK(one.exposed_comm_us[tp_family] == doctest::Approx(one.comm_us[tp_family] / 4).epsilon(0.05));
+  // With more queues the next split's GEMM, on the compute stream's queue, starts as soon as the
+  // split before it ends and holds every SM (Hopper's GEMMs are persistent): each reduce-scatter
+  // waits one more split, and the last two are exposed.
+  const auto eight = one_gemm(build, 8);
+  REQUIRE_FALSE(eight.deadlock);
+  CHECK(eight.exposed_comm_us[tp_family] == doctest::Approx(eight.comm_us[tp_family] / 2).epsilon(0.05));
+  CHECK(eight.step_time_us > one.step_time_us);
 }
 
 TEST_CASE("without overlap the all-gather and reduce-scatter are fully exposed") {

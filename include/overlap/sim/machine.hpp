@@ -26,6 +26,10 @@ struct machine {
   double gemm_efficiency = 1;       ///< achieved fraction of the tensor peak by a large GEMM
   int gemm_tile_m = 0;              ///< output tile one SM computes per wave (0: no wave model)
   int gemm_tile_n = 0;
+  /// GEMMs run as persistent kernels: one resident block per SM loops over the output tiles, so a
+  /// GEMM holds the SMs it started on until it ends and another kernel gets them only then (false:
+  /// its blocks retire at the end of each wave and free SMs go to whoever waits).
+  bool persistent_gemms = false;
   double attention_forward_efficiency = 1;   ///< core attention (FlashAttention-class), forward
   double attention_backward_efficiency = 1;  ///< and backward (2.5 forwards of flops)
   double memory_efficiency = 1;     ///< achieved fraction of HBM bandwidth by memory-bound kernels
@@ -41,6 +45,13 @@ struct machine {
 ///   cuBLAS sm90 kernel names show 128x128 and 256x128 tiles). With those tiles the model gives
 ///   192 / 767 / 767 TFLOP/s at 1024^3 / 2048^3 / 4096^3 against the sweep's measured 177 / 677 /
 ///   789.
+/// - Hopper's GEMM kernels are persistent (CUTLASS sm90 TMA warp-specialized cooperative and
+///   ping-pong kernels launch one CTA per SM that loops over the tiles; CUTLASS's "Blackwell
+///   Cluster Launch Control" page: with persistent scheduling "the number of SMs this kernel can
+///   utilize is unknown in real time", which Blackwell's dynamic scheduler fixes). So a
+///   communication kernel launched after a GEMM on another hardware queue waits for the GEMM's end;
+///   Megatron asserts CUDA_DEVICE_MAX_CONNECTIONS=1 for TP/CP overlap before Blackwell and says the
+///   requirement "no longer exists since the Blackwell architecture" (arguments.py).
 /// - Attention: FlashAttention-3, causal, head dim 128, 4k tokens, bf16: forward 1237 us and
 ///   backward 4643 us for B 4, H 48 (meta-pytorch/tritonbench PR #1267), i.e. ~667 and ~444
 ///   TFLOP/s with the backward counted as 2.5 forwards (Dao-AILab/flash-attention issue #1525):
@@ -75,6 +86,7 @@ inline machine h100_node() {
                  .gemm_efficiency = 0.806,
                  .gemm_tile_m = 128,
                  .gemm_tile_n = 256,
+                 .persistent_gemms = true,
                  .attention_forward_efficiency = 0.675,
                  .attention_backward_efficiency = 0.449,
                  .memory_efficiency = 0.9,

@@ -70,6 +70,7 @@ struct rank_state {
   std::vector<std::vector<std::size_t>> queues;  ///< op indices per hardware queue, issue order
   std::vector<std::size_t> head;
   std::vector<std::size_t> running_compute;  ///< compute ops now running, in start order
+  std::vector<std::size_t> queue_order;      ///< hardware queues in dispatch order (scratch)
   std::size_t next_issue = 0;
   double host_time = 0;
   int free_sms = 0;
@@ -239,7 +240,7 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
     for (const std::size_t i : rs.running_compute) {
       if (count <= 0) break;
       const int have = rs.ops[i].sms;
-      if (have < 2) continue;
+      if (have < 2 || (m.persistent_gemms && rs.ops[i].wave > 0)) continue;
       const int taken = std::min(count, have - 1);
       resize(pi, i, have - taken, t);
       rs.free_sms += taken;
@@ -294,8 +295,18 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
           ++rs.next_issue;
           progressed = true;
         }
-        // Each hardware queue dispatches its head while the head can start.
-        for (std::size_t q = 0; q < rs.queues.size(); ++q) {
+        // Each hardware queue dispatches its head while the head can start; the queues whose
+        // heads are on higher-priority streams first (the block scheduler serves pending work of
+        // higher-priority streams first when SMs free up).
+        rs.queue_order.clear();
+        for (std::size_t q = 0; q < rs.queues.size(); ++q)
+          if (rs.head[q] < rs.queues[q].size()) rs.queue_order.push_back(q);
+        if (rs.queue_order.size() > 1)
+          std::stable_sort(rs.queue_order.begin(), rs.queue_order.end(), [&](std::size_t a, std::size_t b) {
+            return p.streams[static_cast<std::size_t>(p.ops[rs.queues[a][rs.head[a]]].stream)].priority <
+                   p.streams[static_cast<std::size_t>(p.ops[rs.queues[b][rs.head[b]]].stream)].priority;
+          });
+        for (const std::size_t q : rs.queue_order) {
           while (rs.head[q] < rs.queues[q].size()) {
             const std::size_t i = rs.queues[q][rs.head[q]];
             const schedule::op& o = p.ops[i];
@@ -331,16 +342,19 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
               running.emplace(s.end, pi, i);
               rs.running_compute.push_back(i);
             } else {
-              // A communication kernel that finds the SMs taken gets them as the running GEMMs'
-              // blocks retire: at the end of their current wave (its hardware queue waits till
-              // then); the GEMMs' later waves run on fewer SMs, so they finish later.
+              // A communication kernel that finds the SMs taken gets them as the running
+              // kernels' blocks retire: a GEMM's at the end of its current wave (its hardware
+              // queue waits till then; the GEMM's later waves run on fewer SMs), a persistent
+              // GEMM's only at its end; other kernels' blocks are short and retire at once.
               const int want =
                   o.sms >= 0 ? o.sms : std::max(1, o.kind == op_kind::collective ? m.comm_sms : m.p2p_sms);
               if (rs.free_sms < want) {
-                const double retire = wave_end(pi, t);
-                if (retire > t) {
-                  running.emplace(retire, pi, wake);
-                  break;
+                if (!m.persistent_gemms) {
+                  const double retire = wave_end(pi, t);
+                  if (retire > t) {
+                    running.emplace(retire, pi, wake);
+                    break;
+                  }
                 }
                 take_sms(pi, want - rs.free_sms, t);
               }
