@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include <overlap/sim/bound.hpp>
 #include <overlap/sim/simulator.hpp>
 
 namespace sc = overlap::schedule;
@@ -145,4 +146,28 @@ TEST_CASE("links: across nodes the network's bandwidth applies") {
   }
   const sim::result r = sim::simulate(step, cost);
   CHECK(r.step_time_us == doctest::Approx(100.0));  // 10,000 bytes at 100 bytes/us
+}
+
+TEST_CASE("links: concurrent transfers on one link share its bandwidth") {
+  const sim::cost_model cost(toy());
+  // Two 10 us all-reduces between the same two ranks on two streams and communicators: together
+  // they load each rank's NVLink twice, so both take 20 us. Staggered: the second starts after a
+  // GEMM of 5 us on the 90 SMs the first leaves (t2 = 50/9 us); the first has t2 of its work done
+  // and ends after 2 (10 - t2) more at half speed, at 20 - t2; the second then has the rest alone.
+  for (const bool staggered : {false, true}) {
+    std::vector<sc::program> step;
+    for (const int rank : {0, 1}) {
+      std::vector<sc::op> ops{all_reduce(0, 0, 0, 0)};
+      if (staggered) ops.push_back(gemm(1, 0, 0.5e9));  // 5 us on stream 1 first
+      ops.push_back(all_reduce(1, 1, 0, 1));
+      step.push_back(two_rank_program(rank, 2, ops));
+    }
+    const sim::result r = sim::simulate(step, cost);
+    REQUIRE_FALSE(r.deadlock);
+    CHECK(interval_of(r, 0, 0).end_us == doctest::Approx(staggered ? 20.0 - 50.0 / 9 : 20.0));
+    CHECK(r.step_time_us == doctest::Approx(20.0));
+    const sim::step_bound b = sim::lower_bound(step, cost);
+    CHECK(b.nvlink_us == doctest::Approx(20.0));
+    CHECK(b.value() <= r.step_time_us + 1e-9);
+  }
 }

@@ -1,7 +1,7 @@
 // libFuzzer target: bytes decode into a step of small programs; simulate() and lower_bound()
 // either throw std::invalid_argument or finish (libFuzzer's timeout catches a hang). A step that
 // verify() accepts simulates without an exception and, without SM contention (which verify does
-// not model), without a deadlock, within its lower bound.
+// not model), without a deadlock; a step that does not hang takes at least its lower bound.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -24,8 +24,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   try {
     const overlap::sim::result contended = overlap::sim::simulate(step, h100, opt);
     const overlap::sim::step_bound bound = overlap::sim::lower_bound(step, h100, opt);
-    (void)contended;
     if (verified && opt.cuda_device_max_connections >= 4 && bound.critical_path_us < 0) std::abort();
+    // No run of the step on the machine model beats its lower bound (shared links included).
+    if (!contended.deadlock && bound.value() > contended.step_time_us * (1 + 1e-9) + 1e-6) {
+      std::fprintf(stderr, "bound %.6f us (compute %.6f, nvlink %.6f, network %.6f, critical path %.6f) over the "
+                   "simulated %.6f us\n", bound.value(), bound.compute_us, bound.nvlink_us, bound.network_us,
+                   bound.critical_path_us, contended.step_time_us);
+      std::abort();
+    }
     opt.unlimited_resources = true;
     const overlap::sim::result ideal = overlap::sim::simulate(step, h100, opt);
     if (verified && opt.cuda_device_max_connections >= 4 && ideal.deadlock) {

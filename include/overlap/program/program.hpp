@@ -76,7 +76,8 @@ struct op {
                            ///< input, all_reduce buffer, all_to_all send volume); p2p: message
   double flops = 0;        ///< compute: floating-point operations
   gemm_shape gemm{};       ///< compute: the GEMM's size (m == 0: not a GEMM, or not modelled as one)
-  std::int64_t memory_bytes = 0;  ///< compute: bytes moved to and from device memory
+  std::int64_t memory_bytes = 0;  ///< compute: bytes moved to and from device memory (a GEMM: by
+                                  ///< the memory-bound kernels of its module, around the GEMM)
   int event = -1;  ///< record/wait
   /// Communication: the SMs its kernel holds while it runs; -1 for the library's usual figure
   /// (machine::comm_sms or p2p_sms in the simulator; NCCL's own choice on a GPU), 0 for a copy-

@@ -118,9 +118,11 @@ class emitter {
     if (hooks_.after) hooks_.after(key);
   }
   /// A GEMM of `shape` (its flops follow from it).
-  void gemm(int stream, op_key key, gemm_shape shape, std::vector<int> reads, std::vector<int> writes) {
+  /// A GEMM op; `memory_bytes` are those of the memory-bound kernels its module runs around it.
+  void gemm(int stream, op_key key, gemm_shape shape, std::vector<int> reads, std::vector<int> writes,
+            std::int64_t memory_bytes = 0) {
     const double flops = 2.0 * static_cast<double>(shape.m) * static_cast<double>(shape.n) * static_cast<double>(shape.k);
-    compute(stream, key, flops, std::move(reads), std::move(writes), 0, shape);
+    compute(stream, key, flops, std::move(reads), std::move(writes), memory_bytes, shape);
   }
   /// A collective on communicator `comm`, numbered in the communicator's order.
   void collective(int stream, op_key key, schedule::collective c, int comm, std::int64_t bytes,

@@ -48,6 +48,7 @@ class moe_builder {
     tokens_ = static_cast<double>(w.tokens()) / tp;
     tokens_per_rank_ = w.tokens() / tp;
     hidden_ = w.hidden_size;
+    norm_bytes_ = tokens_per_rank_ * hidden_ * element_bytes;
     routed_bytes_ = w.tokens() / tp * w.moe_router_topk * w.hidden_size * element_bytes;
     experts_flops_ = 2 * tokens_ * w.moe_router_topk * static_cast<double>(w.expert_parameters(w.moe_ffn_hidden_size));
     shared_flops_ = 2 * tokens_ * static_cast<double>(w.expert_parameters(shape.shared_ffn));
@@ -151,8 +152,9 @@ class moe_builder {
     const int attention = tp.attention_forward(at.layer, at.micro_batch, e_.buffer(activation(at.layer, at.micro_batch)),
                                                recompute_);
     tp_attention_out_ = attention;
+    // The router's module: the residual add and the norm before it (5 tensors of the local tokens).
     e_.gemm(compute_, key(op_type::router_fprop, at), {tokens_per_rank_, shape_.experts, hidden_},
-            {attention, params(op_type::router_fprop, at)}, {ws(op_type::router_fprop, at)});
+            {attention, params(op_type::router_fprop, at)}, {ws(op_type::router_fprop, at)}, 5 * norm_bytes_);
     compute(op_type::permute_fprop, at, 0, {attention, ws(op_type::router_fprop, at)},
             {tokens(op_type::permute_fprop, at)}, permute_bytes());
   }
@@ -199,8 +201,9 @@ class moe_builder {
   void backward_exit(tp_builder& tp, location at) {
     const int grad = ws(op_type::permute_bprop, at);
     compute(op_type::permute_bprop, at, 0, {dispatched_grad(at)}, {grad}, permute_bytes());
+    // The router's backward runs the norm's backward and the residual gradient's add too (6).
     compute(op_type::router_bprop, at, 2 * router_flops_, {grad, ws(op_type::router_fprop, at), grads(op_type::router_bprop, at)},
-            {grads(op_type::router_bprop, at)});
+            {grads(op_type::router_bprop, at)}, 6 * norm_bytes_);
     tp.attention_backward(at.layer, at.micro_batch, grad, e_.buffer(activation(at.layer, at.micro_batch)),
                           e_.buffer(activation_grad(at.layer, at.micro_batch)), shape_.delay_wgrad);
   }
@@ -211,6 +214,7 @@ class moe_builder {
   double tokens_ = 0, experts_flops_ = 0, shared_flops_ = 0, router_flops_ = 0;
   std::int64_t tokens_per_rank_ = 0, hidden_ = 0;
   std::int64_t routed_bytes_ = 0;
+  std::int64_t norm_bytes_ = 0;  ///< one tensor of the local tokens
   bool recompute_ = false;
   int chain_f_ = -1, chain_b_ = -1;
   int tp_attention_out_ = -1;

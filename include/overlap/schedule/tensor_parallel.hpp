@@ -143,15 +143,40 @@ class tp_builder {
                        type == op_type::fc2_wgrad;
     return wgrad ? gemm_shape{fwd.k, fwd.n, fwd.m} : gemm_shape{fwd.m, fwd.k, fwd.n};
   }
+  /// The bytes the memory-bound kernels of GEMM `type`'s module move, which run before or after
+  /// its GEMM (bf16 tensors of the local tokens; sequence-parallel parts on 1/tp of them):
+  /// - qkv_fprop, fc1_fprop: the residual add (read 2, write 1) and the norm (read 1, write 1) that
+  ///   TE's LayerNormLinear runs before its all-gather; qkv also the rotary embedding of q and k
+  ///   (read and write);
+  /// - fc2_fprop: the SwiGLU between fc1 and fc2 (read 2 f, write f);
+  /// - fc2_dgrad: the SwiGLU's backward (read the gradient and the saved 2 f, write 2 f);
+  /// - fc1_dgrad, qkv_dgrad: the norm's backward (read x and the gradient, write one) and the
+  ///   residual gradient's add (read 2, write 1); qkv also the rotary backward.
+  std::int64_t module_bytes(op_type type) const {
+    const std::int64_t t = w_.tokens(), local = t / tp_, h = w_.hidden_size, f = w_.ffn_hidden_size / tp_;
+    const std::int64_t rope = 2 * t * (w_.query_width() + w_.query_groups() * w_.head_size()) / tp_;
+    std::int64_t elements = 0;
+    switch (type) {
+      case op_type::qkv_fprop: elements = 5 * local * h + rope; break;
+      case op_type::fc1_fprop: elements = 5 * local * h; break;
+      case op_type::fc2_fprop: elements = 3 * t * f; break;
+      case op_type::fc2_dgrad: elements = 5 * t * f; break;
+      case op_type::fc1_dgrad: elements = 6 * local * h; break;
+      case op_type::qkv_dgrad: elements = 6 * local * h + rope; break;
+      default: break;
+    }
+    return elements * element_bytes_;
+  }
   /// A GEMM of layer `at.layer`'s weights (reads them too); `flops` below the whole GEMM's is a
-  /// chunk of its tokens (ring step, pipelined split).
+  /// chunk of its tokens (ring step, pipelined split). The module's memory-bound kernels
+  /// (`module_bytes`) go with the first chunk.
   void gemm_op(op_type type, location at, double flops, std::vector<int> reads, int out) {
     reads.push_back(params(type, at.layer));
     gemm_shape shape = shape_of(type);
     const double whole = 2.0 * static_cast<double>(shape.m) * static_cast<double>(shape.n) * static_cast<double>(shape.k);
     const auto parts = static_cast<std::int64_t>(whole / flops + 0.5);
     (shape.m == w_.tokens() ? shape.m : shape.k) /= parts > 1 ? parts : 1;
-    e_.gemm(compute_, key(type, at), shape, std::move(reads), {out});
+    e_.gemm(compute_, key(type, at), shape, std::move(reads), {out}, at.split <= 0 ? module_bytes(type) : 0);
   }
   void weight_gradient(op_type type, location at, std::vector<int> reads, int event, bool defer = false) {
     if (defer) {

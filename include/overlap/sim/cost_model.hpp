@@ -1,7 +1,8 @@
 #pragma once
 /// @file
 /// How long an op takes. The analytic default derives a GEMM's time from its tiles and waves on
-/// the SMs it gets (at the machine's achieved GEMM efficiency), core attention from its flops at a
+/// the SMs it gets (at the machine's achieved GEMM efficiency) plus its module's memory-bound
+/// kernels (norm, activation) at HBM bandwidth, core attention from its flops at a
 /// FlashAttention-class efficiency, other compute from flops or bytes (whichever bounds it), and
 /// communication from ring / all-to-all / p2p formulas over the links its members actually use.
 /// A user replaces it (for example with measured per-op times) by deriving from `cost_model`.
@@ -36,9 +37,10 @@ class cost_model {
     const double share = static_cast<double>(sms) / m.sms;
     const double memory = static_cast<double>(o.memory_bytes) / (m.memory_bytes_per_us * m.memory_efficiency);
     if (const double wave = wave_us(o, sms); wave > 0) {
-      // Each SM computes one output tile per wave; the last wave may be partly idle.
+      // Each SM computes one output tile per wave; the last wave may be partly idle. The memory-
+      // bound kernels of the GEMM's module (its norm, its activation) run before or after it.
       const std::int64_t tiles = ceil_div(o.gemm.m, m.gemm_tile_m) * ceil_div(o.gemm.n, m.gemm_tile_n);
-      return std::max(static_cast<double>(ceil_div(tiles, std::max(1, sms))) * wave, memory);
+      return static_cast<double>(ceil_div(tiles, std::max(1, sms))) * wave + memory;
     }
     double efficiency = m.gemm_efficiency;
     if (o.key.type == schedule::op_type::attn_core_fprop) efficiency = m.attention_forward_efficiency;

@@ -176,6 +176,20 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
                            : 2;
   }
 
+  // Links: per rank, NVLink out and in, network out and in (the accounting of bound.hpp: a send
+  // loads its rank's outgoing link, a receive the incoming one, a collective both; the network's
+  // when the op's transfer leaves the node). The transfers in flight on a link share it equally:
+  // a transfer progresses at the smallest share among its links, and its end moves whenever a
+  // transfer on one of them starts or ends.
+  struct transfer {
+    double left = 0;   ///< work left, in microseconds at the full rate
+    double rate = 1;   ///< its share now
+    double since = 0;  ///< when `left` was last brought up to date
+    std::vector<std::size_t> links;
+  };
+  std::vector<transfer> transfers(matched.groups.size());
+  std::vector<std::vector<std::size_t>> on_link(4 * programs.size());  // groups in flight per link
+
   using running_entry = std::tuple<double, std::size_t, std::size_t>;
   std::priority_queue<running_entry, std::vector<running_entry>, std::greater<>> running;
   // The first predecessor of op i that is not done, or -1.
@@ -183,6 +197,30 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
     for (const std::size_t j : ranks[pi].order.predecessors(i))
       if (ranks[pi].ops[j].now != state::done) return static_cast<long>(j);
     return -1;
+  };
+  // Brings transfer g up to date at `t` and gives it its share now; its members end when its
+  // work is done at that rate.
+  const auto rerate = [&](std::size_t g, double t) {
+    transfer& x = transfers[g];
+    x.left = std::max(0.0, x.left - (t - x.since) * x.rate);
+    x.since = t;
+    x.rate = 1;
+    for (const std::size_t l : x.links) x.rate = std::min(x.rate, 1.0 / static_cast<double>(on_link[l].size()));
+    const double end = t + x.left / x.rate;
+    for (const auto& mem : matched.groups[g]) {
+      ranks[mem.program].ops[mem.op].end = end;
+      running.emplace(end, mem.program, mem.op);  // an earlier entry is now stale and skipped
+    }
+  };
+  // A transfer started or ended on `links` at `t`: every transfer in flight on one of them gets
+  // its new share.
+  std::vector<std::size_t> touched;
+  const auto reshare = [&](const std::vector<std::size_t>& links, double t) {
+    touched.clear();
+    for (const std::size_t l : links) touched.insert(touched.end(), on_link[l].begin(), on_link[l].end());
+    std::sort(touched.begin(), touched.end());
+    touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
+    for (const std::size_t h : touched) rerate(h, t);
   };
   const auto start_group = [&](std::size_t g, double t) {
     const auto& members = matched.groups[g];
@@ -196,14 +234,26 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
       where.off_node_peers = std::max(where.off_node_peers,
                                       schedule::off_node_peers(programs[mem.program], programs[mem.program].ops[mem.op],
                                                                m.gpus_per_node));
-    const double end = t + checked(cost.comm_us(o, where), members.front().program, members.front().op);
+    const double us = checked(cost.comm_us(o, where), members.front().program, members.front().op);
     for (const auto& mem : members) {
       auto& s = ranks[mem.program].ops[mem.op];
       s.now = state::running;
       s.start = t;
-      s.end = end;
-      running.emplace(end, mem.program, mem.op);
     }
+    transfer& x = transfers[g];
+    x.left = us;
+    x.since = t;
+    x.links.clear();
+    if (!opt.unlimited_resources)
+      for (const auto& mem : members) {
+        const schedule::op& mo = programs[mem.program].ops[mem.op];
+        const std::size_t base = 4 * mem.program + (schedule::crosses_nodes(programs[mem.program], mo, m.gpus_per_node) ? 2 : 0);
+        if (mo.kind != op_kind::recv) x.links.push_back(base);
+        if (mo.kind != op_kind::send) x.links.push_back(base + 1);
+      }
+    for (const std::size_t l : x.links) on_link[l].push_back(g);
+    if (x.links.empty()) rerate(g, t);
+    else reshare(x.links, t);
     return true;
   };
 
@@ -389,6 +439,13 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
       if (s.now != state::running || s.end != end) continue;  // stale: its SMs changed since
       s.now = state::done;
       touch();
+      if (s.group >= 0 && !transfers[static_cast<std::size_t>(s.group)].links.empty()) {
+        // The transfer ends (for every member at once): its links are shared by fewer.
+        std::vector<std::size_t> links = std::move(transfers[static_cast<std::size_t>(s.group)].links);
+        transfers[static_cast<std::size_t>(s.group)].links.clear();
+        for (const std::size_t l : links) std::erase(on_link[l], static_cast<std::size_t>(s.group));
+        reshare(links, t);
+      }
       if (opt.unlimited_resources) continue;
       ranks[pi].free_sms += s.sms;
       if (programs[pi].ops[i].kind == op_kind::compute)
