@@ -13,6 +13,8 @@
 // - the dense examples' model-flops utilization: public Megatron-Core runs on H100 report 41-48 %
 //   (NVIDIA/Megatron-LM README, performance benchmarking); band 30 % .. 60 %.
 // The MoE cases simulate 12 of the 48 layers and 16 of the 64 micro-batches per rank.
+// A pinned case that leaves its band fails the bench (exit 1); the unpinned ones are cases the
+// model still misses (in-node EP overlap, the Llama-3-8B-like MFU): printed, not yet held.
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -26,14 +28,17 @@ namespace sc = overlap::schedule;
 
 namespace {
 bool first = true;
+bool pinned_missed = false;
 
 void record(const char* name, const char* measure, double predicted, const char* published, double low,
-            double high) {
+            double high, bool pinned = true) {
+  const bool in_band = predicted >= low && predicted <= high;
   std::printf("%s{\"case\":\"%s\",\"measure\":\"%s\",\"predicted\":%.4f,\"published\":\"%s\",\"band\":[%.3f,%.3f],"
-              "\"in_band\":%s}",
-              first ? "" : ",", name, measure, predicted, published, low, high,
-              predicted >= low && predicted <= high ? "true" : "false");
+              "\"in_band\":%s,\"pinned\":%s}",
+              first ? "" : ",", name, measure, predicted, published, low, high, in_band ? "true" : "false",
+              pinned ? "true" : "false");
   first = false;
+  pinned_missed = pinned_missed || (pinned && !in_band);
 }
 
 double step_us(const ov::settings& s, const sc::workload& w, const ov::sim::cost_model& cost, int connections = 0) {
@@ -97,7 +102,7 @@ int main() {
     const double off = step_us(moe_settings(ep, ep, false, false), qwen, h100);
     const double on = step_us(moe_settings(ep, ep, true, false), qwen, h100);
     record(ep == 4 ? "qwen3_30b_a3b_ep4_one_node_ep_overlap" : "qwen3_30b_a3b_ep8_one_node_ep_overlap",
-           "step change", on / off - 1, "flat or slower", -0.05, 1.0);
+           "step change", on / off - 1, "flat or slower", -0.05, 1.0, false);
   }
   // TP overlap with the preset for a 8192-hidden model on 4 GPUs: connections 1 against 8.
   using tp4 = ov::config<ov::tp<4>, ov::sequence_parallel<>, ov::tp_comm_overlap<>, ov::precision<ov::dtype::bf16>,
@@ -122,6 +127,7 @@ int main() {
   const sc::workload llama8{.num_layers = 32, .micro_batches = 8, .seq_length = 8192, .hidden_size = 4096,
                             .ffn_hidden_size = 14336, .num_attention_heads = 32, .num_query_groups = 8,
                             .vocab_size = 128256};
-  record("llama_8b_like_tp2_dp4_mfu", "MFU", mfu(llama_8b::settings, llama8, h100), "41-48 %", 0.30, 0.60);
+  record("llama_8b_like_tp2_dp4_mfu", "MFU", mfu(llama_8b::settings, llama8, h100), "41-48 %", 0.30, 0.60, false);
   std::printf("]}\n");
+  return pinned_missed ? 1 : 0;
 }

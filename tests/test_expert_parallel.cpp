@@ -97,3 +97,46 @@ TEST_CASE("delayed wgrad moves expert and attention weight gradients into the ov
   CHECK(with.exposed_comm_us[ep_family] <= without.exposed_comm_us[ep_family] * 1.01);
   CHECK(with.compute_us == doctest::Approx(without.compute_us).epsilon(0.02));
 }
+
+TEST_CASE("the alltoall dispatcher's host waits for the router's token counts before each dispatch") {
+  std::vector<sc::program> step;
+  const auto r = run<overlapped>(moe_workload(), &step);
+  REQUIRE_FALSE(r.deadlock);
+  const sc::program& p = step.front();
+  const sc::rank_order order(p);
+  int syncs = 0, dispatches = 0;
+  for (std::size_t i = 0; i < p.ops.size(); ++i) {
+    const sc::op& o = p.ops[i];
+    if (o.key.type == sc::op_type::ep_dispatch) ++dispatches;
+    if (o.key.type != sc::op_type::moe_token_count_sync) continue;
+    ++syncs;
+    CAPTURE(i);
+    REQUIRE(o.kind == sc::op_kind::host_sync);
+    REQUIRE(o.event >= 0);
+    // It waits for the record after its micro-batch's router and permutation, nothing else...
+    const auto preds = order.predecessors(i);
+    REQUIRE_FALSE(preds.empty());
+    const sc::op& record = p.ops[preds.back()];
+    CHECK(record.kind == sc::op_kind::record);
+    CHECK(record.event == o.event);
+    // ...and the next communication the host issues is that micro-batch's dispatch.
+    std::size_t next = i + 1;
+    while (next < p.ops.size() && !sc::is_communication(p.ops[next].kind)) ++next;
+    REQUIRE(next < p.ops.size());
+    CHECK(p.ops[next].key.type == sc::op_type::ep_dispatch);
+    CHECK(p.ops[next].key.at.micro_batch == o.key.at.micro_batch);
+    CHECK(p.ops[next].key.at.layer == o.key.at.layer);
+  }
+  CHECK(syncs == dispatches);
+  CHECK(syncs == 4 * 4);  // one per layer and micro-batch
+}
+
+TEST_CASE("the flex dispatcher has no host wait for token counts") {
+  using flex = ov::config<ov::ep<8>, ov::dp<8>, ov::num_moe_experts<64>, ov::precision<ov::dtype::bf16>,
+                          ov::moe_token_dispatcher_type<ov::dispatcher::flex>,
+                          ov::moe_flex_dispatcher_backend<ov::flex_backend::deepep>>;
+  std::vector<sc::program> step;
+  const auto r = run<flex>(moe_workload(), &step);
+  REQUIRE_FALSE(r.deadlock);
+  for (const sc::op& o : step.front().ops) CHECK(o.key.type != sc::op_type::moe_token_count_sync);
+}

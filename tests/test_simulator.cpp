@@ -171,3 +171,30 @@ TEST_CASE("links: concurrent transfers on one link share its bandwidth") {
     CHECK(b.value() <= r.step_time_us + 1e-9);
   }
 }
+
+TEST_CASE("a host sync on an event waits for that event only") {
+  sim::machine m = toy();
+  m.launch_us = 2;
+  const sim::cost_model cost(m);
+  // Without SM contention: stream 0 runs a 10 us GEMM (issued at 2) and records; stream 1 a 20 us
+  // one (issued at 6). A sync on the event returns at 12 and the next GEMM is issued at 14; a full
+  // host sync returns when the long GEMM ends at 26, and the next GEMM is issued at 28.
+  for (const bool on_event : {true, false}) {
+    std::vector<sc::program> step;
+    for (int rank = 0; rank < 2; ++rank)
+      step.push_back(two_rank_program(rank, 2, {gemm(0, 0), {.kind = sc::op_kind::record, .stream = 0, .event = 0},
+                                                 gemm(1, 1, 2e9),
+                                                 {.kind = sc::op_kind::host_sync, .event = on_event ? 0 : -1},
+                                                 gemm(0, 2)}));
+    REQUIRE(sc::structure_problems(step[0]).empty());
+    const sim::result r = sim::simulate(step, cost, {.unlimited_resources = true});
+    REQUIRE_FALSE(r.deadlock);
+    CHECK(interval_of(r, 0, 2).end_us == doctest::Approx(26.0));
+    CHECK(interval_of(r, 0, 4).start_us == doctest::Approx(on_event ? 14.0 : 28.0));
+  }
+  // Waiting for an event nothing has recorded is a structure problem, as for a stream wait.
+  sc::program bad = two_rank_program(0, 1, {{.kind = sc::op_kind::host_sync, .event = 1}});
+  const auto problems = sc::structure_problems(bad);
+  REQUIRE(problems.size() == 1);
+  CHECK(problems[0].rule == sc::structure_rule::wait_order);
+}

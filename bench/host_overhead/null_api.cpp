@@ -16,6 +16,7 @@ int null_api::event_create(void** e) { return *e = fresh(), 0; }
 int null_api::event_destroy(void*) { return 0; }
 int null_api::event_record(void*, void*) { return 0; }
 int null_api::stream_wait_event(void*, void*) { return 0; }
+int null_api::event_query(void*) { return 0; }
 int null_api::get_last_error() { return 0; }
 int null_api::begin_capture(void*) { return 0; }
 int null_api::end_capture(void*, void** g) { return *g = fresh(), 0; }

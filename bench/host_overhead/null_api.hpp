@@ -35,6 +35,7 @@ struct null_api {
   static int event_destroy(void* e);
   static int event_record(void* e, void* s);
   static int stream_wait_event(void* s, void* e);
+  static int event_query(void* e);
   static int get_last_error();
   static int begin_capture(void* s);
   static int end_capture(void* s, void** g);

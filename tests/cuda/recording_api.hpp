@@ -105,6 +105,12 @@ struct recording_api {
   static int event_destroy(int) { return ++s().events_destroyed, 0; }
   static int event_record(int e, int st) { return cuda("record e" + id(e) + " s" + id(st), "event_record"); }
   static int stream_wait_event(int st, int e) { return cuda("wait s" + id(st) + " e" + id(e), "stream_wait_event"); }
+  static int event_query(int e) {
+    ++s().queries;
+    if (s().stream_error != 0) return s().stream_error;
+    if (s().streams_busy) return cuda_not_ready;
+    return cuda("host_wait e" + id(e), "event_query");
+  }
   static int get_last_error() { return fails("get_last_error"); }
   static int begin_capture(int st) { return cuda("begin_capture s" + id(st), "begin_capture"); }
   static int end_capture(int st, int* g) {

@@ -204,6 +204,25 @@ TEST_CASE("a program with a host sync cannot be captured, and its run waits thro
   CHECK(s().log == std::vector<std::string>{"kernel lm_head_fprop s100", "kernel optimizer_step s100"});
 }
 
+TEST_CASE("a host sync on an event polls that event, not the streams") {
+  reset();
+  sc::program p;
+  p.streams = {{sc::stream_role::compute, 0}};
+  p.num_events = 1;
+  p.ops = {{.kind = K::compute, .stream = 0, .key = {.type = op_type::router_fprop}},
+           {.kind = K::record, .stream = 0, .key = {.type = op_type::event_record}, .event = 0},
+           {.kind = K::host_sync, .key = {.type = op_type::moe_token_count_sync}, .event = 0},
+           {.kind = K::compute, .stream = 0, .key = {.type = op_type::permute_fprop}}};
+  const auto comms = comms_for(p);
+  executor exec(p, supply(p, comms));
+  CHECK_THROWS_AS(exec.capture(), overlap::cuda::usage_error);
+  s().log.clear();
+  exec.run();
+  CHECK(s().queries == 1);
+  CHECK(s().log == std::vector<std::string>{"kernel router_fprop s100", "record e200 s100", "host_wait e200",
+                                            "kernel permute_fprop s100"});
+}
+
 TEST_CASE("lent streams are used as they are and not destroyed") {
   reset();
   const sc::program p = small_program();

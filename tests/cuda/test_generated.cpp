@@ -52,7 +52,9 @@ std::vector<std::string> expected_log(const sc::program& p) {
       case sc::op_kind::compute: log.push_back("kernel " + sc::display_name(o.key) + st(o.stream)); break;
       case sc::op_kind::record: log.push_back("record e" + std::to_string(200 + o.event) + st(o.stream)); break;
       case sc::op_kind::wait: log.push_back("wait" + st(o.stream) + " e" + std::to_string(200 + o.event)); break;
-      case sc::op_kind::host_sync: break;
+      case sc::op_kind::host_sync:
+        if (o.event >= 0) log.push_back("host_wait e" + std::to_string(200 + o.event));
+        break;
       case sc::op_kind::send: log.push_back("send " + comm + st(o.stream) + " @0" + count(o.bytes) + " to " + std::to_string(o.peer)); break;
       case sc::op_kind::recv: log.push_back("recv " + comm + st(o.stream) + " @4096" + count(o.bytes) + " from " + std::to_string(o.peer)); break;
       case sc::op_kind::collective:

@@ -43,6 +43,7 @@ concept executor_api = requires(typename Api::stream_t stream, typename Api::str
   { Api::event_destroy(event) } -> std::same_as<typename Api::cuda_status_t>;
   { Api::event_record(event, stream) } -> std::same_as<typename Api::cuda_status_t>;
   { Api::stream_wait_event(stream, event) } -> std::same_as<typename Api::cuda_status_t>;
+  { Api::event_query(event) } -> std::same_as<typename Api::cuda_status_t>;
   { Api::get_last_error() } -> std::same_as<typename Api::cuda_status_t>;
   // Graphs: capture (relaxed mode) on one stream, instantiate, launch.
   { Api::begin_capture(stream) } -> std::same_as<typename Api::cuda_status_t>;

@@ -44,6 +44,7 @@ struct cuda_api {
   static cudaError_t stream_wait_event(cudaStream_t s, cudaEvent_t e) {
     return cudaStreamWaitEvent(s, e, 0);
   }
+  static cudaError_t event_query(cudaEvent_t e) { return cudaEventQuery(e); }
   static cudaError_t get_last_error() { return cudaGetLastError(); }
   /// Relaxed: other threads of the trainer may keep calling the runtime while a step is captured.
   static cudaError_t begin_capture(cudaStream_t s) {

@@ -20,7 +20,8 @@
 ///   follows the latest record issued before it, as the program model says);
 /// - ops of one group (`schedule::rank_order`'s range) between `ncclGroupStart` and `ncclGroupEnd`; an all-to-all is its own group
 ///   of n sends and n receives of bytes / n (inside the op's group when it has one);
-/// - host_sync: the watchdog's wait for every stream.
+/// - host_sync: the watchdog's wait for every stream, or for its event (`cudaEventQuery` polled
+///   under the watchdog's timeout: an event synchronize that cannot hang forever).
 ///
 /// Every status is checked; a failure throws `call_error` with the op, the rank, the call and the
 /// error's name and string.
@@ -149,7 +150,7 @@ class basic_executor {
  private:
   enum class step : std::uint8_t {
     compute, custom, record, wait, group_start, group_end, all_gather, reduce_scatter, all_reduce,
-    send, recv, host_sync
+    send, recv, host_sync, host_wait
   };
 
   /// One call with everything resolved; `source` is the program op it comes from.
@@ -207,6 +208,10 @@ class basic_executor {
           check_nccl(Api::recv(r.recv, r.count, r.dtype, r.peer, r.comm, r.stream), r, "ncclRecv");
           break;
         case step::host_sync: watchdog_.wait_streams(watchdog_.options().timeout); break;
+        case step::host_wait:
+          watchdog_.wait_event(r.event, "event " + std::to_string(r.op->event) + " (op " + std::to_string(r.source) + ")",
+                               watchdog_.options().timeout);
+          break;
         default: __builtin_unreachable();  // compile() makes no other kind; no range check per op
       }
     }
@@ -486,7 +491,8 @@ class basic_executor {
           calls_.push_back(r);
           break;
         case schedule::op_kind::host_sync:
-          r.kind = step::host_sync;
+          r.kind = o.event < 0 ? step::host_sync : step::host_wait;
+          if (o.event >= 0) r.event = events_[static_cast<std::size_t>(o.event)];
           calls_.push_back(r);
           break;
         case schedule::op_kind::collective:
@@ -505,7 +511,8 @@ class basic_executor {
       if (grouped && order.group_last(i) == i)
         calls_.push_back(resolved{.kind = step::group_end, .source = static_cast<int>(order.group_first(i))});
     }
-    for (const resolved& c : calls_) calls_per_step_ += c.kind == step::host_sync ? 0 : 1;
+    for (const resolved& c : calls_)  // host waits poll: as many calls as it takes
+      calls_per_step_ += c.kind == step::host_sync || c.kind == step::host_wait ? 0 : 1;
     buffers_ = {};  // kept in the calls
   }
 

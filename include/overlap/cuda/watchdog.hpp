@@ -72,6 +72,28 @@ class basic_watchdog {
     }
   }
 
+  /// Returns once `event` has completed (its latest record); throws as `wait_streams` does, the
+  /// error naming `label`.
+  void wait_event(typename Api::event_t event, const std::string& label, std::chrono::nanoseconds timeout) {
+    require_alive(-1);
+    const auto start = std::chrono::steady_clock::now();
+    while (true) {
+      poll_comms(-1);
+      const auto status = Api::event_query(event);
+      if (status == Api::cuda_success) return;
+      if (status != Api::cuda_not_ready) {
+        abort_all();
+        throw watchdog_error("[EXEC-STREAM-FAILED] rank " + std::to_string(rank_) + ": the work before " + label +
+                                 " failed: " + Api::cuda_error_name(status) + ": " + Api::cuda_error_string(status) +
+                                 "; every communicator (" + comm_names() + ") was aborted; run the step under "
+                                 "compute-sanitizer to find the kernel",
+                             rank_, -1);
+      }
+      if (std::chrono::steady_clock::now() - start >= timeout) timed_out(-1, label + " has not completed", timeout);
+      std::this_thread::sleep_for(options_.poll_interval);
+    }
+  }
+
   /// For non-blocking communicators: after a call returned "in progress", returns once no
   /// communicator is still enqueuing (blaming op `op`, described by `what`, if it times out).
   void wait_enqueued(int op, const std::string& what) {

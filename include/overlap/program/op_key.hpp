@@ -25,7 +25,8 @@ enum class op_kind : std::uint8_t {
   recv,        ///< `bytes` from communicator rank `peer` of `comm`
   record,      ///< records `event` on `stream`
   wait,        ///< `stream` waits for the latest record of `event`
-  host_sync    ///< the host waits until everything issued before it has finished
+  host_sync    ///< the host waits until everything issued before it has finished; with an
+               ///< `event`, until that event's latest record has (cudaEventSynchronize)
 };
 
 enum class collective : std::uint8_t { all_gather, reduce_scatter, all_reduce, all_to_all };
@@ -91,7 +92,8 @@ constexpr bool is_communication(op_kind k) {
   X(pp_recv_backward, recv, pp)                          \
   X(event_record, record, none)                          \
   X(event_wait, wait, none)                              \
-  X(host_sync, host_sync, none)
+  X(host_sync, host_sync, none)                          \
+  X(moe_token_count_sync, host_sync, none)
 
 /// What an op is. `none` marks an untyped op of a hand-written program: it runs as its op kind
 /// says and binds like any other type.

@@ -78,7 +78,7 @@ struct op {
   gemm_shape gemm{};       ///< compute: the GEMM's size (m == 0: not a GEMM, or not modelled as one)
   std::int64_t memory_bytes = 0;  ///< compute: bytes moved to and from device memory (a GEMM: by
                                   ///< the memory-bound kernels of its module, around the GEMM)
-  int event = -1;  ///< record/wait
+  int event = -1;  ///< record/wait; host_sync: the event it waits for (-1: every stream)
   /// Communication: the SMs its kernel holds while it runs; -1 for the library's usual figure
   /// (machine::comm_sms or p2p_sms in the simulator; NCCL's own choice on a GPU), 0 for a copy-
   /// engine transfer. TP userbuffer slots set it from their `num_sm`.

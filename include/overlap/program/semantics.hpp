@@ -4,12 +4,13 @@
 /// executor) reads programs through this header and keeps no rules of its own.
 ///
 /// - Structure (`structure_problems`): the indices an op names exist, its kind fits its type, a
-///   wait follows a record of its event, a group's members are consecutive communication ops on
+///   wait (and an event's host sync) follows a record of its event, a group's members are consecutive communication ops on
 ///   one stream, sizes are finite and not negative.
 /// - Order on one rank (`rank_order`): an op follows the previous op of its stream and, for
 ///   communication, the previous op of its communicator (stream FIFO, communicator FIFO); a wait
 ///   follows the latest record of its event before it; everything after a host sync follows it,
-///   and the sync follows everything before it. The members of an NCCL group start together: they
+///   and the sync follows everything before it (an event's sync: that event's latest record, as a
+///   wait does; cudaEventSynchronize). The members of an NCCL group start together: they
 ///   share the predecessors their group had when it started, and whatever follows the group on a
 ///   stream or communicator follows every member (a member completes with its own partner).
 /// - Across ranks (`match_rendezvous`, rendezvous.hpp): the k-th collective of a communicator on
@@ -102,7 +103,8 @@ inline std::vector<structure_problem> structure_problems(const program& p) {
           bad(i, structure_rule::peer, "peer " + std::to_string(o.peer) + " is not another rank of " + c.name);
       }
     }
-    if (o.kind == op_kind::record || o.kind == op_kind::wait) {
+    // A host sync waits for every stream (event -1) or for one event, as a wait does.
+    if (o.kind == op_kind::record || o.kind == op_kind::wait || (o.kind == op_kind::host_sync && o.event != -1)) {
       if (!in(o.event, events)) {
         bad(i, structure_rule::event, "event " + std::to_string(o.event) + " does not exist");
       } else if (o.kind == op_kind::record) {
@@ -155,8 +157,13 @@ class rank_order {
       mine.clear();
       if (last_sync >= 0) mine.push_back(static_cast<std::size_t>(last_sync));
       if (o.kind == op_kind::host_sync) {
-        for (std::size_t j = last_sync < 0 ? 0 : static_cast<std::size_t>(last_sync) + 1; j < i; ++j)
-          mine.push_back(j);
+        // Every op issued before it, or the latest record of its event (the ops issued after it
+        // follow it: the host issues them once it returns).
+        if (o.event < 0)
+          for (std::size_t j = last_sync < 0 ? 0 : static_cast<std::size_t>(last_sync) + 1; j < i; ++j)
+            mine.push_back(j);
+        else if (last_record[static_cast<std::size_t>(o.event)] >= 0)
+          mine.push_back(static_cast<std::size_t>(last_record[static_cast<std::size_t>(o.event)]));
         last_sync = static_cast<long>(i);
         close(mine);
         continue;

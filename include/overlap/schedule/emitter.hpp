@@ -157,6 +157,12 @@ class emitter {
       if (deferred_[s] == event) materialize(static_cast<int>(s));
     push({.kind = op_kind::wait, .stream = stream, .key = {.type = op_type::event_wait}, .event = event});
   }
+  /// The host waits for `event` (cudaEventSynchronize) before it issues anything more.
+  void host_wait(op_key key, int event) {
+    for (std::size_t s = 0; s < deferred_.size(); ++s)
+      if (deferred_[s] == event) materialize(static_cast<int>(s));
+    p_.ops.push_back({.kind = op_kind::host_sync, .key = key, .event = event});
+  }
   /// `to` waits for what `from` issued so far.
   void cross(int from, int to) {
     if (from != to) wait(to, record(from));

@@ -34,6 +34,12 @@ struct moe_shape {
   int shared_ffn = 0;      ///< moe_shared_expert_intermediate_size (0: none)
   bool delay_wgrad = false;
   bool recompute_experts = false;  ///< selective recompute of the routed experts ("moe")
+  /// The alltoall dispatcher: the host needs the token counts per expert to size the all-to-all,
+  /// so before issuing a dispatch it waits for the router's counts to reach it (upstream: a D2H
+  /// copy at `cuda_dtoh_point` and `event.synchronize()` at `cuda_sync_point`, before the
+  /// all-to-all). Issue order has to put independent work (the other micro-batch's backward)
+  /// before it, or the GPU idles while the host waits.
+  bool host_token_counts = false;
 };
 
 class moe_builder {
@@ -68,6 +74,8 @@ class moe_builder {
     }
     if (fwd) work_in_chain(chain_f_, [&] { forward_entry(tp, fat); });
     if (bwd) work_in_chain(chain_b_, [&] { experts_backward(bat, !shape_.delay_wgrad); });
+    if (fwd && ep_ > 1 && shape_.host_token_counts)
+      e_.host_wait(key(op_type::moe_token_count_sync, fat), chain_f_);
     if (fwd) comm_in_chain(chain_f_, op_type::ep_dispatch, fat, tokens(op_type::permute_fprop, fat),
                            tokens(op_type::ep_dispatch, fat));
     if (bwd && shape_.delay_wgrad) experts_wgrad(bat);

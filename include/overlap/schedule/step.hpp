@@ -230,7 +230,7 @@ inline step_shape shape_of(const settings& s, const resolved_settings& r, const 
   k.combined = ep > 1 && r.overlap_moe_expert_parallel_comm;
   k.dp = on.dp;
   k.experts = {experts, s.moe_shared_expert_intermediate_size.value_or(0), r.delay_wgrad_compute,
-               k.recompute.experts};
+               k.recompute.experts, s.moe_token_dispatcher_type == dispatcher::alltoall};
   k.element_bytes = element_bytes(s.precision);
   k.activation_bytes = w.tokens() * w.hidden_size * k.element_bytes / tp;  // sequence parallel
   return k;
@@ -514,6 +514,8 @@ constexpr op_type_set used_op_types(const settings& s, const resolved_settings& 
     if (s.expert_model_parallel_size > 1)
       for (const op_type c : {op_type::ep_dispatch, op_type::ep_combine, op_type::ep_dispatch_bprop, op_type::ep_combine_bprop})
         t.add(c);
+    if (s.expert_model_parallel_size > 1 && s.moe_token_dispatcher_type == dispatcher::alltoall)
+      t.add(op_type::moe_token_count_sync);
   }
   if (s.tensor_model_parallel_size > 1) {
     t.add(op_type::tp_all_gather).add(op_type::tp_reduce_scatter);

@@ -64,7 +64,7 @@ inline step_bound lower_bound(const std::vector<schedule::program>& programs,
     if (!schedule::is_communication(o.kind)) continue;
     const bool crosses = schedule::crosses_nodes(p, o, m.gpus_per_node);
     const std::size_t link = crosses ? 2 : 0;
-    const double d = i.end_us - i.start_us;
+    const double d = i.transfer_us;  // latency does not load a link
     if (o.kind != schedule::op_kind::recv) busy[pi][link] += d;
     if (o.kind != schedule::op_kind::send) busy[pi][link + 1] += d;
   }

@@ -81,6 +81,21 @@ class cost_model {
     }
     return 0;
   }
+  /// The part of `comm_us` that is latency (per message or ring step), not bandwidth: a
+  /// transfer's links are shared only by the rest (at most `comm_us`).
+  virtual double comm_latency_us(const schedule::op& o, const placement& where) const {
+    const sim::machine& m = machine_;
+    const double alpha = where.crosses_nodes() ? m.network_latency_us : m.nvlink_latency_us;
+    if (o.kind != schedule::op_kind::collective) return alpha;
+    const double p = where.ranks;
+    switch (o.coll) {
+      case schedule::collective::all_to_all: return alpha;
+      case schedule::collective::all_gather:
+      case schedule::collective::reduce_scatter: return (p - 1) * alpha;
+      case schedule::collective::all_reduce: return 2 * (p - 1) * alpha;
+    }
+    return 0;
+  }
   /// The same among `ranks` ranks, every peer off the node when `crosses_nodes`.
   double comm_us(const schedule::op& o, int ranks, bool crosses_nodes) const {
     return comm_us(o, placement{ranks, crosses_nodes ? ranks - 1 : 0});

@@ -243,6 +243,10 @@ class measured_cost_model : public cost_model {
     const auto us = comm_.find(o.key);
     return us ? *us : cost_model::comm_us(o, where);
   }
+  /// A measured time has no latency part known apart: all of it shares the links.
+  double comm_latency_us(const schedule::op& o, const placement& where) const override {
+    return comm_.find(o.key) ? 0 : cost_model::comm_latency_us(o, where);
+  }
 
  private:
   measured_cost_model(sim::machine m, const nlohmann::json& doc, const std::string& source)

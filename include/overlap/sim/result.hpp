@@ -19,6 +19,9 @@ struct interval {
   int op = 0;  ///< index into that rank's program::ops
   double start_us = 0;
   double end_us = 0;
+  /// Communication: the part of its time that loads its links, at their full rate (its time
+  /// less the latency part; see `cost_model::comm_latency_us`).
+  double transfer_us = 0;
 };
 
 /// Indexed by schedule::family.

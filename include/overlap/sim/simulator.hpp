@@ -3,7 +3,8 @@
 /// A discrete-event simulation of one step on a model of the machine (no GPU needed).
 ///
 /// Per rank: a host thread issues ops in program order, paying `machine::launch_us` each, and stops
-/// at a host sync until everything issued before it has finished. Streams map round-robin onto
+/// at a host sync until what it waits for has finished (everything issued before it, or one
+/// event: the alltoall dispatcher's token counts). Streams map round-robin onto
 /// `cuda_device_max_connections` hardware queues; each queue is FIFO across its streams, so an op
 /// whose dependencies are not met blocks every op behind it in that queue (with one connection,
 /// the head-of-line blocking TP ordering relies on). An op starts when it is at its queue's head,
@@ -182,9 +183,10 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
   // a transfer progresses at the smallest share among its links, and its end moves whenever a
   // transfer on one of them starts or ends.
   struct transfer {
-    double left = 0;   ///< work left, in microseconds at the full rate
+    double work = 0;   ///< the bandwidth part of its time, at the full rate
+    double left = 0;   ///< of which left, in microseconds at the full rate
     double rate = 1;   ///< its share now
-    double since = 0;  ///< when `left` was last brought up to date
+    double since = 0;  ///< when `left` was last brought up to date (or its latency ends)
     std::vector<std::size_t> links;
   };
   std::vector<transfer> transfers(matched.groups.size());
@@ -202,11 +204,13 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
   // work is done at that rate.
   const auto rerate = [&](std::size_t g, double t) {
     transfer& x = transfers[g];
-    x.left = std::max(0.0, x.left - (t - x.since) * x.rate);
-    x.since = t;
+    if (t > x.since) {  // past its latency: its work progressed at the old rate
+      x.left = std::max(0.0, x.left - (t - x.since) * x.rate);
+      x.since = t;
+    }
     x.rate = 1;
     for (const std::size_t l : x.links) x.rate = std::min(x.rate, 1.0 / static_cast<double>(on_link[l].size()));
-    const double end = t + x.left / x.rate;
+    const double end = x.since + x.left / x.rate;
     for (const auto& mem : matched.groups[g]) {
       ranks[mem.program].ops[mem.op].end = end;
       running.emplace(end, mem.program, mem.op);  // an earlier entry is now stale and skipped
@@ -235,14 +239,15 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
                                       schedule::off_node_peers(programs[mem.program], programs[mem.program].ops[mem.op],
                                                                m.gpus_per_node));
     const double us = checked(cost.comm_us(o, where), members.front().program, members.front().op);
+    const double latency = std::min(us, checked(cost.comm_latency_us(o, where), members.front().program, members.front().op));
     for (const auto& mem : members) {
       auto& s = ranks[mem.program].ops[mem.op];
       s.now = state::running;
       s.start = t;
     }
     transfer& x = transfers[g];
-    x.left = us;
-    x.since = t;
+    x.work = x.left = us - latency;
+    x.since = t + latency;
     x.links.clear();
     if (!opt.unlimited_resources)
       for (const auto& mem : members) {
@@ -473,7 +478,8 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
             "rank " + std::to_string(p.rank) + " op " + std::to_string(i) + " (" + schedule::display_name(o) + ")";
         out.deadlock = true;
         std::string why;
-        if (o.kind == op_kind::host_sync) why = "the host waits for earlier ops";
+        if (o.kind == op_kind::host_sync)
+          why = o.event < 0 ? "the host waits for earlier ops" : "the host waits for event " + std::to_string(o.event);
         else if (s.now == state::pending) why = "not issued: the host is blocked at a host sync";
         else if (s.now == state::launched)
           why = s.group < 0 ? "launched; no rank issues its matching op"
@@ -487,7 +493,8 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
         continue;
       }
       if (o.kind == op_kind::host_sync) continue;
-      out.intervals.push_back({p.rank, o.stream, static_cast<int>(i), s.start, s.end});
+      out.intervals.push_back({p.rank, o.stream, static_cast<int>(i), s.start, s.end,
+                               s.group >= 0 ? transfers[static_cast<std::size_t>(s.group)].work : 0});
       out.step_time_us = std::max(out.step_time_us, s.end);
       if (o.kind == op_kind::compute) compute.emplace_back(s.start, s.end);
       if (schedule::is_communication(o.kind)) comm[static_cast<std::size_t>(o.family())].emplace_back(s.start, s.end);
