@@ -1,6 +1,7 @@
 // Every program the generators make for a grid of valid layouts and overlap settings (each family
 // alone and all of them composed) verifies, with buffers declared on every op, and simulates to
-// completion within the lower bound. Its own executable, built optimized: it generates, verifies
+// completion within the lower bound; the composed step simulated once per class of symmetric ranks
+// equals the full simulation exactly. Its own executable, built optimized: it generates, verifies
 // and simulates ~1,400 steps, the layouts on all cores (plan/parallel.hpp), each into its own
 // outcome, checked afterwards in grid order.
 #include <doctest/doctest.h>
@@ -12,7 +13,10 @@
 #include <overlap/sim/bound.hpp>
 #include <overlap/plan/parallel.hpp>
 #include <overlap/plan/plan.hpp>
+#include <overlap/schedule/classes.hpp>
 #include <overlap/verify/verify.hpp>
+
+#include "class_check.hpp"
 
 namespace ov = overlap;
 namespace sc = overlap::schedule;
@@ -67,6 +71,7 @@ struct plan_outcome {
   step_outcome baseline, overlap;
   bool baseline_deadlock = false, overlap_deadlock = false;
   double step_time_us = 0, bound_us = 0;
+  class_comparison classes;  ///< the composed step only
 };
 
 std::vector<plan_outcome> run(const grid_point& g, const ov::sim::cost_model& cost, const sc::workload& w) {
@@ -96,6 +101,7 @@ std::vector<plan_outcome> run(const grid_point& g, const ov::sim::cost_model& co
     o.overlap_deadlock = plan.overlap.deadlock;
     o.step_time_us = plan.overlap.step_time_us;
     o.bound_us = ov::sim::lower_bound(plan.overlap_step, cost, ov::plan::options_for(ov::derive(g.s))).value();
+    if (plan.family == sc::family::none) o.classes = compare_classes(g.s, w, cost, plan.overlap_step, plan.overlap);
   }
   return out;
 }
@@ -109,7 +115,7 @@ TEST_CASE("generated programs of a grid of valid layouts verify and simulate to 
   const std::vector<grid_point> grid = valid_grid();
   std::vector<std::vector<plan_outcome>> outcomes(grid.size());
   ov::plan::parallel_for(grid.size(), [&](std::size_t i) { outcomes[i] = run(grid[i], h100, w); });
-  int plans = 0;
+  int plans = 0, composed = 0, represented = 0, ranks = 0;
   for (std::size_t i = 0; i < grid.size(); ++i) {
     const grid_point& g = grid[i];
     CAPTURE(g.tp);
@@ -131,9 +137,18 @@ TEST_CASE("generated programs of a grid of valid layouts verify and simulate to 
       CHECK(o.step_time_us > 0);
       // The bound holds: no simulated step beats it.
       CHECK(o.bound_us <= o.step_time_us * (1 + 1e-9));
+      if (o.family == static_cast<int>(sc::family::none)) {
+        check(o.classes);
+        ++composed;
+        represented += o.classes.representatives;
+        ranks += o.classes.world;
+      }
     }
   }
-  MESSAGE(grid.size() << " valid layouts, " << plans << " plans (families alone and composed)");
+  MESSAGE(grid.size() << " valid layouts, " << plans << " plans (families alone and composed); the composed steps "
+                      "simulated with " << represented << " representatives for " << ranks << " ranks");
+  CHECK(composed == static_cast<int>(grid.size()));
+  CHECK(represented < ranks / 2);  // the classes do merge ranks
   CHECK(grid.size() > 100);
   CHECK(plans > 300);
 }
