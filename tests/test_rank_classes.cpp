@@ -1,8 +1,10 @@
 // Symmetric rank classes (program/rank_classes.hpp, schedule/classes.hpp): MoE and pipeline
 // layouts beyond the grid and placements that break symmetry simulate once per class exactly as
-// in full; class maps that cannot stand for the step are rejected.
+// in full; class maps that cannot stand for the step are rejected; traces show one row group per
+// class.
 #include <doctest/doctest.h>
 
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -11,6 +13,8 @@
 #include <overlap/plan/parallel.hpp>
 #include <overlap/plan/plan.hpp>
 #include <overlap/schedule/classes.hpp>
+#include <overlap/trace/chrome_trace.hpp>
+#include <overlap/trace/svg_timeline.hpp>
 
 #include "class_check.hpp"
 
@@ -146,4 +150,30 @@ TEST_CASE("the structural check tells ranks apart whose programs differ") {
   classes.representative = {0, 0, 2, 2};
   CHECK_FALSE(sc::asymmetries(full, classes, 3).empty());
   CHECK(sc::symmetric_classes(s, ov::derive(s), workload_of(c), 3).representative == std::vector<int>{0, 1, 2, 3});
+}
+
+TEST_CASE("traces of a class simulation show one representative per class, with its class size") {
+  const layout_case c{"", 1, 2, 1, 4, 0, 8, true};
+  const ov::settings s = settings_of(c);
+  const ov::resolved_settings r = ov::derive(s);
+  const auto cost = cost_of(8);
+  const sc::class_step step = sc::compose_class_step(s, r, workload_of(c), 8);
+  REQUIRE(step.classes.representatives() == std::vector<int>{0, 4});
+  const ov::sim::result res = ov::sim::simulate(step.representatives, cost, step.classes);
+  std::ostringstream json, svg, plain;
+  ov::trace::write_chrome_trace(json, step.representatives, res, &step.classes);
+  ov::trace::write_svg_timeline(svg, step.representatives, res, {}, &step.classes);
+  ov::trace::write_chrome_trace(plain, step.representatives, res);
+  for (const std::string& text : {json.str(), svg.str()}) {
+    CHECK(text.find("rank 0 (class of 4)") != std::string::npos);
+    CHECK(text.find("rank 4 (class of 4)") != std::string::npos);
+    CHECK(text.find("rank 1") == std::string::npos);
+  }
+  CHECK(plain.str().find("class of") == std::string::npos);
+  // The picture has a row per stream of the two representatives, not of the eight ranks.
+  std::size_t rows = 0;
+  for (const auto& p : step.representatives) rows += p.streams.size();
+  std::size_t labels = 0;
+  for (std::size_t at = 0; (at = svg.str().find("(class of 4) ", at)) != std::string::npos; ++at) ++labels;
+  CHECK(labels == rows);
 }
