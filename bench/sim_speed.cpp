@@ -1,35 +1,195 @@
 // Simulator speed: simulated ops per second for growing layers x micro-batches x ranks (the DP
 // family's steps, dp 8 to 64). Prints {"records":[...]} on stdout.
+//
+// With --scale, also steps at the scale people train at, generated and simulated once per class
+// of symmetric ranks (schedule/classes.hpp): a Llama-70B-like tp8 pp8 vpp2 dp16 (1,024 GPUs) and
+// tp8 pp16 dp64 (8,192 GPUs), and a DeepSeek-V3-like MoE on 2,048 GPUs (pp16 dp128 ep64); with
+// --scale-full, also in full (every rank) for comparison the steps whose programs fit in memory
+// here: the 2,048-GPU MoE and a 128-GPU dense tp8 pp8 vpp2 dp2 (the 1,024-GPU dense step has
+// ~36 M ops: ~15 GiB of programs). Each scale record runs in a child process forked before
+// anything else is allocated, so its peak memory (maxrss) is its own. Not run by ctest.
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdio>
+#include <cstring>
+#include <string>
 
 #include <overlap/overlap.hpp>
+#include <overlap/plan/plan.hpp>
+#include <overlap/schedule/classes.hpp>
 #include <overlap/schedule/step.hpp>
 #include <overlap/sim/simulator.hpp>
 
 namespace ov = overlap;
 namespace sc = overlap::schedule;
 
-int main() {
+namespace {
+
+double since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+struct scale_case {
+  const char* name;
+  ov::settings s;
+  sc::workload w;
+};
+
+scale_case llama_70b(int tp, int pp, int vpp, int dp, int micro_batches) {
+  scale_case c{"", {}, {}};
+  c.s.tensor_model_parallel_size = tp;
+  c.s.pipeline_model_parallel_size = pp;
+  if (vpp > 1) c.s.virtual_pipeline_model_parallel_size = vpp;
+  c.s.data_parallel_size = dp;
+  c.s.precision = ov::dtype::bf16;
+  c.s.sequence_parallel = true;
+  c.s.tp_comm_overlap = true;
+  c.s.distributed_optimizer = true;
+  c.s.overlap_grad_reduce = true;
+  c.s.overlap_param_gather = true;
+  c.w = {.num_layers = 80, .micro_batches = micro_batches, .seq_length = 4096, .hidden_size = 8192,
+         .ffn_hidden_size = 28672, .num_attention_heads = 64, .num_query_groups = 8, .vocab_size = 128256};
+  return c;
+}
+
+/// 61 layers of DeepSeek-V3 rounded to 64 (a multiple of pp 16), all MoE: 256 experts of 2,048,
+/// top-8, one shared expert; attention as GQA of its width (MLA is not modelled).
+scale_case deepseek_v3() {
+  scale_case c{"deepseek_v3_like pp16 dp128 ep64", {}, {}};
+  c.s.pipeline_model_parallel_size = 16;
+  c.s.data_parallel_size = 128;
+  c.s.expert_model_parallel_size = 64;
+  c.s.expert_tensor_parallel_size = 1;
+  c.s.num_moe_experts = 256;
+  c.s.moe_shared_expert_intermediate_size = 2048;
+  c.s.moe_token_dispatcher_type = ov::dispatcher::alltoall;
+  c.s.precision = ov::dtype::bf16;
+  c.s.distributed_optimizer = true;
+  c.s.overlap_grad_reduce = true;
+  c.s.overlap_param_gather = true;
+  c.w = {.num_layers = 64, .micro_batches = 16, .seq_length = 4096, .hidden_size = 7168, .ffn_hidden_size = 18432,
+         .num_attention_heads = 128, .vocab_size = 129280, .moe_router_topk = 8, .moe_ffn_hidden_size = 2048};
+  return c;
+}
+
+/// One scale record as JSON (without the peak memory, which the parent adds).
+std::string run_scale(const scale_case& c, bool full, const ov::sim::cost_model& cost) {
+  const ov::resolved_settings r = ov::derive(c.s);
+  const auto start = std::chrono::steady_clock::now();
+  sc::rank_classes classes;
+  std::vector<sc::program> step;
+  if (full) {
+    step = sc::compose_step(c.s, r, c.w);
+    classes = sc::rank_classes::each_alone(static_cast<int>(step.size()));
+  } else {
+    classes = sc::symmetric_classes(c.s, r, c.w, cost.machine().gpus_per_node);
+  }
+  const double classes_s = since(start);
+  if (!full) step = sc::compose_step(c.s, r, c.w, classes);
+  const double generate_s = since(start) - classes_s;
+  const std::vector<int> sizes = classes.sizes();
+  std::size_t ops = 0, represented = 0;
+  for (const auto& p : step) {
+    ops += p.ops.size();
+    represented += p.ops.size() * static_cast<std::size_t>(sizes[static_cast<std::size_t>(p.rank)]);
+  }
+  const auto sim_start = std::chrono::steady_clock::now();
+  const ov::sim::result res = full ? ov::sim::simulate(step, cost, ov::plan::options_for(r))
+                                   : ov::sim::simulate(step, cost, classes, ov::plan::options_for(r));
+  const double simulate_s = since(sim_start), wall = since(start);
+  const auto exposed = [&](sc::family f) { return res.exposed_comm_us[static_cast<std::size_t>(f)]; };
+  char text[1024];
+  std::snprintf(text, sizeof text,
+                "{\"scale\":\"%s\",\"mode\":\"%s\",\"gpus\":%d,\"simulated_ranks\":%zu,\"ops\":%zu,\"step_ops\":%zu,"
+                "\"classes_seconds\":%.3f,\"generate_seconds\":%.3f,\"simulate_seconds\":%.3f,\"seconds\":%.3f,"
+                "\"ops_per_second\":%.0f,\"step_ops_per_second\":%.0f,\"step_time_us\":%.1f,"
+                "\"exposed_us\":{\"tp\":%.1f,\"dp\":%.1f,\"pp\":%.1f,\"ep\":%.1f},\"deadlock\":%s",
+                c.name, full ? "full" : "classes", classes.world(), step.size(), ops, represented, full ? 0.0 : classes_s,
+                full ? classes_s : generate_s, simulate_s, wall, ops / simulate_s, represented / wall, res.step_time_us,
+                exposed(sc::family::tp), exposed(sc::family::dp), exposed(sc::family::pp), exposed(sc::family::ep),
+                res.deadlock ? "true" : "false");
+  return text;
+}
+
+/// Runs one scale record in a child process: its JSON with the child's peak resident memory.
+std::string in_child(const scale_case& c, bool full, const ov::sim::cost_model& cost) {
+  int fd[2];
+  if (pipe(fd) != 0) return "{\"scale\":\"pipe failed\"}";
+  std::fflush(stdout);
+  const pid_t child = fork();
+  if (child == 0) {
+    close(fd[0]);
+    std::string text;
+    try {
+      text = run_scale(c, full, cost);
+    } catch (const std::exception& e) {
+      text = std::string("{\"scale\":\"") + c.name + "\",\"error\":\"" + e.what() + "\"";
+    }
+    const ssize_t written = write(fd[1], text.data(), text.size());
+    _exit(written == static_cast<ssize_t>(text.size()) ? 0 : 1);
+  }
+  close(fd[1]);
+  std::string text;
+  char buffer[4096];
+  for (ssize_t n; (n = read(fd[0], buffer, sizeof buffer)) > 0;) text.append(buffer, static_cast<std::size_t>(n));
+  close(fd[0]);
+  int status = 0;
+  rusage usage{};
+  wait4(child, &status, 0, &usage);
+  if (text.empty()) text = std::string("{\"scale\":\"") + c.name + "\",\"error\":\"the child failed\"";
+  char tail[128];
+  std::snprintf(tail, sizeof tail, ",\"peak_rss_mib\":%.1f}", usage.ru_maxrss / 1024.0);  // Linux: KiB
+  return text + tail;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bool scale = false, full = false;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--scale") == 0) scale = true;
+    else if (std::strcmp(argv[i], "--scale-full") == 0) scale = full = true;
+    else {
+      std::fprintf(stderr, "usage: %s [--scale | --scale-full]\n", argv[0]);
+      return 2;
+    }
+  }
   const ov::sim::cost_model h100(ov::sim::h100_node());
+  std::string scale_records;
+  if (scale) {
+    scale_case dense_1k = llama_70b(8, 8, 2, 16, 16);
+    dense_1k.name = "llama_70b_like tp8 pp8 vpp2 dp16";
+    scale_case dense_8k = llama_70b(8, 16, 1, 64, 32);
+    dense_8k.name = "llama_70b_like tp8 pp16 dp64";
+    scale_case moe_2k = deepseek_v3();
+    scale_case dense_128 = llama_70b(8, 8, 2, 2, 16);
+    dense_128.name = "llama_70b_like tp8 pp8 vpp2 dp2";
+    for (const scale_case* c : {&dense_1k, &dense_8k, &moe_2k}) scale_records += "," + in_child(*c, false, h100);
+    if (full)
+      for (const scale_case* c : {&moe_2k, &dense_128})
+        scale_records += "," + in_child(*c, true, h100) + (c == &dense_128 ? "," + in_child(*c, false, h100) : "");
+  }
   std::printf("{\"records\":[");
   bool first = true;
-  for (const int scale : {1, 2, 4, 8}) {
-    sc::workload w{.num_layers = 8 * scale, .micro_batches = 4 * scale};
+  for (const int scale_factor : {1, 2, 4, 8}) {
+    sc::workload w{.num_layers = 8 * scale_factor, .micro_batches = 4 * scale_factor};
     ov::settings s;
-    s.data_parallel_size = 8 * scale;
+    s.data_parallel_size = 8 * scale_factor;
     s.overlap_grad_reduce = true;
     const auto step = sc::data_parallel_step(s, ov::derive(s), w);
     std::size_t ops = 0;
     for (const auto& p : step) ops += p.ops.size();
     const auto start = std::chrono::steady_clock::now();
     const auto r = ov::sim::simulate(step, h100);
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double seconds = since(start);
     std::printf("%s{\"layers\":%d,\"micro_batches\":%d,\"ranks\":%zu,\"ops\":%zu,\"seconds\":%.6f,"
                 "\"ops_per_second\":%.0f,\"deadlock\":%s}",
                 first ? "" : ",", w.num_layers, w.micro_batches, step.size(), ops, seconds, ops / seconds,
                 r.deadlock ? "true" : "false");
     first = false;
   }
-  std::printf("]}\n");
+  std::printf("%s]}\n", scale_records.c_str());
 }

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include <overlap/plan/parallel.hpp>
 #include <overlap/plan/plan.hpp>
 #include <overlap/rules/validate.hpp>
 #include <overlap/settings/print.hpp>
@@ -62,6 +63,8 @@ options:
   --te-version X.Y.Z the Transformer Engine version (TE rules apply only when it is given);
                      also overlap_plan.te_version
   --machine NAME     simulate/tune: h100 (default) or h200
+  --threads N        tune: simulate up to N combinations at once (default: one per core; the
+                     result does not depend on it)
   --out DIR          simulate: write the trace and the picture there
   --ignore-environment   do not read CUDA_DEVICE_MAX_CONNECTIONS / NVTE_*_LAYERNORM_SM_MARGIN
                      from the environment (by default it wins over env_vars, as in Bridge)
@@ -77,6 +80,7 @@ struct cli {
   std::vector<std::string> overrides;
   overlap_plan::read_options read;
   bool json_output = false;
+  unsigned threads = 0;  ///< tune: 0 for one per core
 };
 
 [[noreturn]] void usage_error(const std::string& what) {
@@ -114,6 +118,11 @@ cli parse_args(int argc, char** argv) {
     } else if (a == "--machine") {
       c.machine = value();
       if (c.machine != "h100" && c.machine != "h200") usage_error("--machine is h100 or h200");
+    } else if (a == "--threads") {
+      const json v = overlap_plan::detail::plain_scalar(value());
+      if (!v.is_number_integer() || v.get<std::int64_t>() < 1 || v.get<std::int64_t>() > 1024)
+        usage_error("--threads needs an integer in 1..1024");
+      c.threads = static_cast<unsigned>(v.get<std::int64_t>());
     } else if (a == "--out") c.out = value();
     else if (a.starts_with("--")) usage_error("unknown option " + a);
     else if (c.command.empty()) c.command = a;
@@ -599,15 +608,21 @@ int run_tune(const cli& args, const overlap_plan::document& doc, const overlap_p
     for (std::size_t i = 0; i < knobs.size(); ++i) knobs[i].choices[picks[i]].apply(s);
     return s;
   };
-  const auto evaluate = [&](const std::vector<std::size_t>& picks) -> const evaluation& {
-    if (auto it = seen.find(picks); it != seen.end()) return it->second;
-    evaluation e;
-    e.picks = picks;
-    const ov::settings s = settings_of(picks);
-    const ov::report r = ov::validate(s);
-    e.valid = r.ok();
-    for (const ov::diagnostic& d : r) e.rules.emplace_back(d.id);
-    if (e.valid) {
+  // Simulates the combinations of `batch` not seen yet, at once (each in its own slot, so the
+  // results are the serial ones), and records them in order.
+  const auto evaluate_all = [&](const std::vector<std::vector<std::size_t>>& batch) {
+    std::vector<std::vector<std::size_t>> fresh;
+    for (const auto& picks : batch)
+      if (!seen.contains(picks) && std::find(fresh.begin(), fresh.end(), picks) == fresh.end()) fresh.push_back(picks);
+    std::vector<evaluation> done(fresh.size());
+    ov::plan::parallel_for(fresh.size(), [&](std::size_t i) {
+      evaluation& e = done[i];
+      e.picks = fresh[i];
+      const ov::settings s = settings_of(e.picks);
+      const ov::report r = ov::validate(s);
+      e.valid = r.ok();
+      for (const ov::diagnostic& d : r) e.rules.emplace_back(d.id);
+      if (!e.valid) return;
       try {
         const auto step = ov::schedule::compose_step(s, *r.resolved, c.workload);
         e.result = ov::sim::simulate(step, cost, ov::plan::options_for(*r.resolved));
@@ -617,39 +632,48 @@ int run_tune(const cli& args, const overlap_plan::document& doc, const overlap_p
         e.failed = true;
         e.failure = x.what();
       }
+    }, args.threads);
+    for (evaluation& e : done) {
+      seen.emplace(e.picks, std::move(e));
+      bar.update(seen.size(), planned);
     }
-    bar.update(seen.size() + 1, planned);
-    return seen.emplace(picks, std::move(e)).first->second;
   };
   const auto better = [](const evaluation& a, const evaluation& b) {
     const bool ua = a.valid && !a.failed, ub = b.valid && !b.failed;
     if (ua != ub) return ua;
     return ua && a.result.step_time_us < b.result.step_time_us;
   };
-  // Coordinate descent: each knob in turn takes its best choice with the others held, until a
-  // pass changes nothing (at most three passes).
+  // The baseline with every overlap off, for the gain, simulated alongside the config as given.
+  const ov::settings off = ov::plan::detail::without_overlap(c.settings, ov::schedule::family::none);
+  const ov::resolved_settings off_r = ov::derive(off);
+  ov::sim::result off_result;
   std::vector<std::size_t> best(knobs.size(), 0);
-  const evaluation& given_eval = evaluate(best);
+  ov::plan::parallel_for(2, [&](std::size_t i) {
+    if (i == 0) evaluate_all({best});
+    else off_result = ov::sim::simulate(ov::schedule::compose_step(off, off_r, c.workload), cost, ov::plan::options_for(off_r));
+  }, args.threads);
+  const evaluation& given_eval = seen.at(best);
   if (given_eval.failed) throw input_error(args.config + ": the step cannot be simulated: " + given_eval.failure);
+  // Coordinate descent: each knob in turn takes its best choice with the others held, until a
+  // pass changes nothing (at most three passes). A knob's choices are simulated together, then
+  // compared in order as one at a time would.
   for (int pass = 0; pass < 3; ++pass) {
     bool changed = false;
     for (std::size_t k = 0; k < knobs.size(); ++k) {
+      std::vector<std::vector<std::size_t>> batch;
       for (std::size_t j = 0; j < knobs[k].choices.size(); ++j) {
-        std::vector<std::size_t> picks = best;
-        picks[k] = j;
-        if (better(evaluate(picks), evaluate(best))) {
+        batch.push_back(best);
+        batch.back()[k] = j;
+      }
+      evaluate_all(batch);
+      for (const auto& picks : batch)
+        if (better(seen.at(picks), seen.at(best))) {
           best = picks;
           changed = true;
         }
-      }
     }
     if (!changed) break;
   }
-  // The baseline with every overlap off, for the gain.
-  const ov::settings off = ov::plan::detail::without_overlap(c.settings, ov::schedule::family::none);
-  const ov::resolved_settings off_r = ov::derive(off);
-  const ov::sim::result off_result =
-      ov::sim::simulate(ov::schedule::compose_step(off, off_r, c.workload), cost, ov::plan::options_for(off_r));
   std::vector<const evaluation*> ranked;
   std::size_t rejected = 0;
   for (const auto& [picks, e] : seen) {

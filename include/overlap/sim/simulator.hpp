@@ -29,6 +29,7 @@
 #include <vector>
 
 #include <overlap/program/program.hpp>
+#include <overlap/program/rank_classes.hpp>
 #include <overlap/program/rendezvous.hpp>
 #include <overlap/program/semantics.hpp>
 #include <overlap/sim/cost_model.hpp>
@@ -42,6 +43,10 @@ struct options {
   /// none. What is left is the dependencies (hardware-queue order included) and the host's issue
   /// cost: the step time is then the critical path (see bound.hpp).
   bool unlimited_resources = false;
+  /// When set, `programs` holds a subset of the step: each absent rank runs as its class
+  /// representative does (program/rank_classes.hpp; `class_problems` must be empty), so a
+  /// rendezvous starts once its present members have launched. Not owned.
+  const schedule::rank_classes* classes = nullptr;
 };
 
 namespace detail {
@@ -121,7 +126,8 @@ inline void check_machine(const machine& m) {
 
 }  // namespace detail
 
-/// Simulates one step: `programs` holds one program per rank. Throws std::invalid_argument for a
+/// Simulates one step: `programs` holds one program per rank (or, with `options::classes`, per
+/// representative). Throws std::invalid_argument for a
 /// step `verify` rejects as malformed (the first problem), a machine the loop cannot run, and a
 /// cost that is not a finite time >= 0 (naming the rank, the op and the value). Ranks that
 /// disagree on a rendezvous (a collective's kind or size, a send's size) never start it: a hang,
@@ -144,6 +150,9 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
   if (const auto problems = schedule::step_problems(programs); !problems.empty())
     throw std::invalid_argument("simulate: rank " + std::to_string(problems.front().rank) + ": " +
                                 problems.front().reason + " (verify::verify lists every problem)");
+  if (opt.classes)
+    if (const std::string problem = schedule::class_problems(programs, *opt.classes); !problem.empty())
+      throw std::invalid_argument("simulate: the programs cannot stand for the step of their class map: " + problem);
   detail::check_machine(m);
   // A cost must be a finite time: NaN would stall the event loop, a negative one run time back.
   const auto checked = [&](double us, std::size_t pi, std::size_t i) {
@@ -168,13 +177,23 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
   for (std::size_t g = 0; g < matched.groups.size(); ++g)
     for (const auto& member : matched.groups[g])
       ranks[member.program].ops[member.op].group = static_cast<long>(g);
-  std::vector<int> expected_size(matched.groups.size(), 0);
+  // A group starts with every member present; with classes, absent members are their
+  // representatives, present members of the group (class_problems).
+  std::vector<char> present;
+  if (opt.classes) {
+    present.assign(static_cast<std::size_t>(opt.classes->world()), 0);
+    for (const schedule::program& p : programs) present[static_cast<std::size_t>(p.rank)] = 1;
+  }
+  std::vector<int> expected_size(matched.groups.size(), 0), group_size(matched.groups.size(), 0);
   for (std::size_t g = 0; g < matched.groups.size(); ++g) {
     const auto& first = matched.groups[g].front();
     const schedule::op& o = programs[first.program].ops[first.op];
-    expected_size[g] = o.kind == op_kind::collective
-                           ? static_cast<int>(programs[first.program].comms[o.comm].ranks.size())
-                           : 2;
+    const std::vector<int>& members = programs[first.program].comms[o.comm].ranks;
+    group_size[g] = o.kind == op_kind::collective ? static_cast<int>(members.size()) : 2;
+    expected_size[g] = o.kind == op_kind::collective && opt.classes
+                           ? static_cast<int>(std::count_if(members.begin(), members.end(),
+                                                            [&](int r) { return present[static_cast<std::size_t>(r)] != 0; }))
+                           : group_size[g];
   }
 
   // Links: per rank, NVLink out and in, network out and in (the accounting of bound.hpp: a send
@@ -233,7 +252,7 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
       if (ranks[mem.program].ops[mem.op].now != state::launched) return false;
     const schedule::program& first = programs[members.front().program];
     const schedule::op& o = first.ops[members.front().op];
-    placement where{static_cast<int>(members.size()), 0};
+    placement where{group_size[g], 0};
     for (const auto& mem : members)
       where.off_node_peers = std::max(where.off_node_peers,
                                       schedule::off_node_peers(programs[mem.program], programs[mem.program].ops[mem.op],
@@ -509,6 +528,16 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
   }
   for (const auto& line : blocked) out.wait_for_graph += line + "\n";
   return out;
+}
+
+/// Simulates the step that the representatives' programs `representatives` stand for (see
+/// `options::classes`): the same step time, exposed communication and, for each representative,
+/// intervals as the full step's. Throws std::invalid_argument as `class_problems` says when they
+/// cannot stand for it.
+inline result simulate(const std::vector<schedule::program>& representatives, const cost_model& cost,
+                       const schedule::rank_classes& classes, options opt = {}) {
+  opt.classes = &classes;
+  return simulate(representatives, cost, opt);
 }
 
 }  // namespace overlap::sim

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include <overlap/program/program.hpp>
+#include <overlap/program/rank_classes.hpp>
 #include <overlap/sim/result.hpp>
 
 namespace overlap::trace {
@@ -250,6 +251,14 @@ class event_list {
   bool first_ = true;
 };
 
+/// "rank R", and with classes "rank R (class of N)": a representative and the ranks it stands for.
+inline std::string rank_label(int rank, const std::vector<int>* class_sizes) {
+  std::string text = "rank " + std::to_string(rank);
+  if (class_sizes && rank >= 0 && static_cast<std::size_t>(rank) < class_sizes->size())
+    text += " (class of " + std::to_string((*class_sizes)[static_cast<std::size_t>(rank)]) + ")";
+  return text;
+}
+
 /// Metadata events naming a process (no `tid`) or a thread, and giving its sort index: without
 /// one, chrome://tracing orders processes by name, and "rank 10" would come before "rank 2".
 inline void write_metadata(std::ostream& os, event_list& events, std::string_view what, int pid,
@@ -286,8 +295,11 @@ inline void write_metadata(std::ostream& os, event_list& events, std::string_vie
 /// whatever it says.
 /// Intervals of ranks or ops missing from `programs` are still written, named "op N"; intervals
 /// with non-finite times are left out, as no viewer could place them.
+/// With `classes` (the step simulated once per class: `programs` are the representatives), each
+/// process is named "rank N (class of M)", M the ranks it stands for.
 inline void write_chrome_trace(std::ostream& os, const std::vector<schedule::program>& programs,
-                               const sim::result& r) {
+                               const sim::result& r, const schedule::rank_classes* classes = nullptr) {
+  const std::vector<int> sizes = classes ? classes->sizes() : std::vector<int>{};
   const auto ranks_programs = detail::by_rank(programs);
   std::set<int> ranks;
   for (const auto& p : programs) ranks.insert(p.rank);
@@ -297,7 +309,7 @@ inline void write_chrome_trace(std::ostream& os, const std::vector<schedule::pro
   detail::event_list events(os);
   for (const int rank : ranks)
     detail::write_metadata(os, events, "process", rank, std::nullopt,
-                           "rank " + std::to_string(rank), rank);
+                           detail::rank_label(rank, classes ? &sizes : nullptr), rank);
   for (const auto& p : programs) {
     const auto names = detail::stream_names(p);
     for (std::size_t s = 0; s < names.size(); ++s)

@@ -105,9 +105,12 @@ inline double tick_step(double span_us) {
 /// unattributed ops); its `<title>` tooltip gives the op's name, category and times. Zero-length
 /// intervals (event record/wait) and intervals with non-finite times are not drawn. The legend
 /// lists the categories that occur; a dashed line marks the step time, and a deadlock is stated
-/// in red in the header.
+/// in red in the header. With `classes` (the step simulated once per class: `programs` are the
+/// representatives), rows are labelled "rank R (class of N) <role>".
 inline void write_svg_timeline(std::ostream& os, const std::vector<schedule::program>& programs,
-                               const sim::result& r, const svg_options& options = {}) {
+                               const sim::result& r, const svg_options& options = {},
+                               const schedule::rank_classes* classes = nullptr) {
+  const std::vector<int> sizes = classes ? classes->sizes() : std::vector<int>{};
   using detail::px;
   using detail::write_xml_text;
   const auto ranks_programs = detail::by_rank(programs);
@@ -123,10 +126,10 @@ inline void write_svg_timeline(std::ostream& os, const std::vector<schedule::pro
   for (const auto& p : programs) {
     const auto names = detail::stream_names(p);
     for (std::size_t s = 0; s < names.size(); ++s)
-      row_labels[{p.rank, static_cast<int>(s)}] = "rank " + std::to_string(p.rank) + " " + names[s];
+      row_labels[{p.rank, static_cast<int>(s)}] = detail::rank_label(p.rank, classes ? &sizes : nullptr) + " " + names[s];
   }
   for (const auto& iv : r.intervals)
-    row_labels.try_emplace({iv.rank, iv.stream}, "rank " + std::to_string(iv.rank) + " stream " +
+    row_labels.try_emplace({iv.rank, iv.stream}, detail::rank_label(iv.rank, classes ? &sizes : nullptr) + " stream " +
                                                      std::to_string(iv.stream));
   std::map<std::pair<int, int>, std::size_t> row_of;
   for (const auto& [key, label] : row_labels) row_of.emplace(key, row_of.size());

@@ -1,0 +1,162 @@
+#pragma once
+/// @file
+/// The step of a layout generated once per class of symmetric ranks (program/rank_classes.hpp).
+///
+/// Which ranks are symmetric is decided from the layout by colour refinement, not by a formula:
+/// ranks start in one class per tp, cp position and pipeline stage and per placement (how many
+/// members of each of its groups sit on other nodes, whether each pipeline neighbour does), and
+/// a class is split until the members of each of its ranks' groups (tp, dp, pipeline, ep,
+/// expert-dp, embedding), taken in order, are of the same classes for every rank of it. What
+/// breaks symmetry so stays apart: every pipeline stage (the first embeds, the last has the head,
+/// each has its own warm-up), tp positions, and placements that differ, e.g. a stage that
+/// straddles two nodes. The representative of a class is its lowest rank (data-parallel replica
+/// 0 on a regular layout); where an absent member's representative would not share a rendezvous
+/// with the representative, that member gets a class of its own and the classes are refined
+/// again, so `class_problems` holds for the representatives' programs. The tests check the
+/// classes structurally (`asymmetries`) and the class simulation against the full one.
+
+#include <algorithm>
+#include <cstddef>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <overlap/program/rank_classes.hpp>
+#include <overlap/schedule/step.hpp>
+
+namespace overlap::schedule {
+
+namespace detail {
+
+/// The groups a rank of `L` may rendezvous in, each in communicator order: tp, dp, pipeline,
+/// ep, expert-dp, embedding (some may not be used by a program: a finer partition, still sound).
+inline std::vector<group> groups_of(const layout& L, const place& p, bool moe) {
+  std::vector<group> out{L.tensor_parallel(p), L.data_parallel(p), L.pipeline(p)};
+  if (moe && L.ep() > 1) {
+    out.push_back(L.expert_parallel(p));
+    out.push_back(L.expert_data_parallel(p));
+  }
+  if (L.pp() > 1) out.push_back(L.embedding(p));
+  return out;
+}
+
+/// Colours of the ranks of `L`: equal colours for ranks that are symmetric, given `split` (ranks
+/// that must be apart from every other, with colour -1 - rank as their seed).
+inline std::vector<int> refine(const layout& L, bool moe, int gpus_per_node, const std::vector<char>& split) {
+  const int world = L.world();
+  const auto node = [&](int r) { return node_of(r, gpus_per_node); };
+  std::vector<int> colour(static_cast<std::size_t>(world));
+  const auto number = [&](const std::vector<std::vector<long>>& keys) {
+    std::map<std::vector<long>, int> ids;
+    std::vector<int> out;
+    out.reserve(keys.size());
+    for (const auto& k : keys) out.push_back(ids.emplace(k, static_cast<int>(ids.size())).first->second);
+    return std::pair{out, ids.size()};
+  };
+  std::vector<std::vector<long>> keys(static_cast<std::size_t>(world));
+  for (int r = 0; r < world; ++r) {
+    const place p = L.at(r);
+    auto& k = keys[static_cast<std::size_t>(r)];
+    k = {split[static_cast<std::size_t>(r)] ? -1L - r : 0L, p.tp, p.cp, p.stage};
+    for (const group& g : groups_of(L, p, moe)) {
+      k.push_back(static_cast<long>(g.ranks.size()));
+      k.push_back(std::count_if(g.ranks.begin(), g.ranks.end(), [&](int m) { return node(m) != node(r); }));
+    }
+    const group pipe = L.pipeline(p);
+    for (const int s : {p.stage - 1, p.stage + 1})
+      k.push_back(s < 0 || s >= L.pp() ? -1 : node(pipe.ranks[static_cast<std::size_t>(s)]) != node(r));
+  }
+  auto [ids, count] = number(keys);
+  colour = ids;
+  for (;;) {
+    for (int r = 0; r < world; ++r) {
+      auto& k = keys[static_cast<std::size_t>(r)];
+      k = {colour[static_cast<std::size_t>(r)]};
+      for (const group& g : groups_of(L, L.at(r), moe)) {
+        k.push_back(-1);
+        for (const int m : g.ranks) k.push_back(colour[static_cast<std::size_t>(m)]);
+      }
+    }
+    auto [next, next_count] = number(keys);
+    colour = next;
+    if (next_count == count) return colour;
+    count = next_count;
+  }
+}
+
+}  // namespace detail
+
+/// The classes of symmetric ranks of the step `compose_step(s, r, w, on)` generates, for a
+/// machine of `gpus_per_node` GPUs per node (placement changes the cost of a collective), with
+/// representatives chosen so that their programs stand for the step (`class_problems` is empty
+/// for them). Throws as compose_step does.
+inline rank_classes symmetric_classes(const settings& s, const resolved_settings& r, const workload& w,
+                                      int gpus_per_node, family_set on = {}) {
+  const detail::step_shape k = detail::shape_of(s, r, w, on);
+  const layout& L = k.ranks;
+  const int world = L.world();
+  std::vector<char> split(static_cast<std::size_t>(world), 0);
+  for (;;) {
+    const std::vector<int> colour = detail::refine(L, k.moe, gpus_per_node, split);
+    std::vector<int> lowest(static_cast<std::size_t>(world), -1);  // per colour
+    rank_classes c;
+    c.representative.resize(static_cast<std::size_t>(world));
+    for (int x = 0; x < world; ++x) {
+      int& rep = lowest[static_cast<std::size_t>(colour[static_cast<std::size_t>(x)])];
+      if (rep < 0) rep = x;
+      c.representative[static_cast<std::size_t>(x)] = rep;
+    }
+    // An absent member whose representative is not in the group, or an absent pipeline
+    // neighbour, becomes a representative of its own.
+    bool changed = false;
+    for (const int rep : c.representatives()) {
+      const place p = L.at(rep);
+      for (const group& g : detail::groups_of(L, p, k.moe)) {
+        const bool pipeline = g.name.starts_with("pp");
+        for (std::size_t i = 0; i < g.ranks.size(); ++i) {
+          const int m = g.ranks[i];
+          if (c.is_representative(m)) continue;
+          const bool neighbour = pipeline && (static_cast<int>(i) == p.stage - 1 || static_cast<int>(i) == p.stage + 1);
+          const int mrep = c.representative[static_cast<std::size_t>(m)];
+          const bool shares = !pipeline && std::find(g.ranks.begin(), g.ranks.end(), mrep) != g.ranks.end();
+          if ((pipeline && neighbour) || (!pipeline && !shares)) {
+            split[static_cast<std::size_t>(m)] = 1;
+            changed = true;
+          }
+        }
+      }
+    }
+    if (!changed) return c;
+  }
+}
+
+/// The programs of the representatives of `classes` (in rank order): the step `compose_step(s,
+/// r, w, on)` generates, once per class. `classes` must cover the layout's ranks.
+inline std::vector<program> compose_step(const settings& s, const resolved_settings& r, const workload& w,
+                                         const rank_classes& classes, family_set on = {}) {
+  const detail::step_shape k = detail::shape_of(s, r, w, on);
+  if (classes.world() != k.ranks.world())
+    throw std::invalid_argument("compose_step: the class map has " + std::to_string(classes.world()) +
+                                " ranks but the layout " + std::to_string(k.ranks.world()));
+  std::vector<program> step;
+  for (const int rank : classes.representatives())
+    step.push_back(detail::rank_builder(k, s, r, w, rank).build());
+  return step;
+}
+
+/// A step generated once per class: the classes and the representatives' programs.
+struct class_step {
+  rank_classes classes;
+  std::vector<program> representatives;
+};
+
+/// `symmetric_classes` and the representatives' programs of one step.
+inline class_step compose_class_step(const settings& s, const resolved_settings& r, const workload& w,
+                                     int gpus_per_node, family_set on = {}) {
+  class_step out{symmetric_classes(s, r, w, gpus_per_node, on), {}};
+  out.representatives = compose_step(s, r, w, out.classes, on);
+  return out;
+}
+
+}  // namespace overlap::schedule

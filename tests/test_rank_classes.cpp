@@ -1,0 +1,179 @@
+// Symmetric rank classes (program/rank_classes.hpp, schedule/classes.hpp): MoE and pipeline
+// layouts beyond the grid and placements that break symmetry simulate once per class exactly as
+// in full; class maps that cannot stand for the step are rejected; traces show one row group per
+// class.
+#include <doctest/doctest.h>
+
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <overlap/overlap.hpp>
+#include <overlap/plan/parallel.hpp>
+#include <overlap/plan/plan.hpp>
+#include <overlap/schedule/classes.hpp>
+#include <overlap/trace/chrome_trace.hpp>
+#include <overlap/trace/svg_timeline.hpp>
+
+#include "class_check.hpp"
+
+namespace ov = overlap;
+namespace sc = overlap::schedule;
+
+namespace {
+
+struct layout_case {
+  const char* name;
+  int tp, pp, vpp, dp, ep, gpus_per_node;
+  bool overlap;
+};
+
+ov::settings settings_of(const layout_case& c) {
+  ov::settings s;
+  s.tensor_model_parallel_size = c.tp;
+  s.pipeline_model_parallel_size = c.pp;
+  if (c.vpp > 1) s.virtual_pipeline_model_parallel_size = c.vpp;
+  s.data_parallel_size = c.dp;
+  s.precision = ov::dtype::bf16;
+  s.sequence_parallel = c.tp > 1;
+  s.distributed_optimizer = true;
+  s.overlap_grad_reduce = c.overlap && c.dp > 1;
+  s.overlap_param_gather = c.overlap && c.dp > 1;
+  if (c.tp > 1) s.tp_comm_overlap = c.overlap;
+  if (c.ep > 0) {
+    s.num_moe_experts = 16;
+    s.expert_model_parallel_size = c.ep;
+    s.expert_tensor_parallel_size = 1;
+    s.moe_token_dispatcher_type = ov::dispatcher::alltoall;
+    if (c.ep > 1) s.overlap_moe_expert_parallel_comm = c.overlap;
+  }
+  return s;
+}
+
+const sc::workload small{.num_layers = 8, .micro_batches = 8, .seq_length = 1024, .hidden_size = 1024,
+                         .ffn_hidden_size = 3584, .moe_router_topk = 2, .moe_ffn_hidden_size = 512};
+
+sc::workload workload_of(const layout_case& c) {
+  sc::workload w = small;
+  if (c.ep == 0) w.moe_router_topk = w.moe_ffn_hidden_size = 0;
+  return w;
+}
+
+ov::sim::cost_model cost_of(int gpus_per_node) {
+  ov::sim::machine m = ov::sim::h100_node();
+  m.gpus_per_node = gpus_per_node;
+  return ov::sim::cost_model(m);
+}
+
+}  // namespace
+
+TEST_CASE("MoE and pipeline layouts, and placements that break symmetry, simulate once per class as in full") {
+  const std::vector<layout_case> cases = {
+      {"moe tp2 pp4 vpp2 dp4 ep4, overlap", 2, 4, 2, 4, 4, 8, true},
+      {"moe tp1 pp2 vpp2 dp16 ep8, overlap", 1, 2, 2, 16, 8, 8, true},
+      {"moe tp2 pp2 dp8 ep16 (ep groups across replicas), no overlap", 2, 2, 1, 8, 16, 8, false},
+      {"dense tp1 pp4 dp3: stages straddle nodes", 1, 4, 1, 3, 0, 8, true},
+      {"dense tp2 pp2 dp4 on 6-GPU nodes", 2, 2, 1, 4, 0, 6, true},
+      {"moe tp1 pp2 vpp2 dp6 ep2 on 4-GPU nodes", 1, 2, 2, 6, 2, 4, true},
+  };
+  std::vector<class_comparison> out(cases.size());
+  ov::plan::parallel_for(cases.size(), [&](std::size_t i) {
+    const ov::settings s = settings_of(cases[i]);
+    const auto cost = cost_of(cases[i].gpus_per_node);
+    const sc::workload w = workload_of(cases[i]);
+    const auto full_step = sc::compose_step(s, ov::derive(s), w);
+    out[i] = compare_classes(s, w, cost, full_step, ov::sim::simulate(full_step, cost, ov::plan::options_for(ov::derive(s))));
+  });
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    const std::string name = cases[i].name;
+    CAPTURE(name);
+    check(out[i]);
+    CHECK(out[i].representatives < out[i].world);
+    MESSAGE(name << ": " << out[i].representatives << " representatives for " << out[i].world << " ranks");
+  }
+  // A regular layout: one representative per tp position and stage (data-parallel replica 0).
+  CHECK(out[0].representatives == 2 * 4);
+  CHECK(out[1].representatives == 2);
+  // Where placement differs within a stage, the stage has more than one class.
+  CHECK(out[3].representatives > 4);
+  CHECK(out[4].representatives > 2 * 2);
+}
+
+TEST_CASE("a class map whose representatives do not share their rendezvous is rejected") {
+  // No TP overlap: the tp group's ops are collectives only.
+  const layout_case c{"", 2, 2, 1, 2, 0, 8, false};
+  const ov::settings s = settings_of(c);
+  const ov::resolved_settings r = ov::derive(s);
+  const sc::workload w = workload_of(c);
+  const auto cost = cost_of(8);
+  const sc::rank_classes good = sc::symmetric_classes(s, r, w, 8);
+  CHECK(good.representatives() == std::vector<int>{0, 1, 4, 5});
+  CHECK(good.sizes()[0] == 2);
+  CHECK_NOTHROW(ov::sim::simulate(sc::compose_step(s, r, w, good), cost, good));
+
+  // Rank 1 (tp 1 of replica 0) stood for by rank 3 (tp 1 of replica 1): rank 0's tp group
+  // {0, 1} has rank 1 absent and its representative 3 outside the group.
+  sc::rank_classes bad = good;
+  bad.representative = {0, 3, 0, 3, 4, 5, 4, 5};
+  const auto reps = sc::compose_step(s, r, w, bad);
+  CHECK(sc::class_problems(reps, bad).find("has rank 1 absent and its representative 3 is not a member") !=
+        std::string::npos);
+  CHECK_THROWS_WITH_AS(ov::sim::simulate(reps, cost, bad),
+                       doctest::Contains("the programs cannot stand for the step of their class map"),
+                       std::invalid_argument);
+
+  // Rank 5's program missing: rank 1 sends to it (its pipeline neighbour).
+  std::vector<sc::program> no_neighbour = sc::compose_step(s, r, w, good);
+  no_neighbour.pop_back();
+  CHECK(sc::class_problems(no_neighbour, good).find("needs both sides present") != std::string::npos);
+  CHECK_THROWS_AS(ov::sim::simulate(no_neighbour, cost, good), std::invalid_argument);
+
+  // Not a partition named by its representatives.
+  sc::rank_classes loop = good;
+  loop.representative[1] = 2;
+  CHECK(sc::class_problems(sc::compose_step(s, r, w, good), loop).find("not a representative") != std::string::npos);
+}
+
+TEST_CASE("the structural check tells ranks apart whose programs differ") {
+  const layout_case c{"", 1, 2, 1, 2, 0, 8, true};
+  const ov::settings s = settings_of(c);
+  const auto full = sc::compose_step(s, ov::derive(s), workload_of(c));
+  sc::rank_classes classes = sc::symmetric_classes(s, ov::derive(s), workload_of(c), 8);
+  CHECK(classes.representative == std::vector<int>{0, 0, 2, 2});
+  CHECK(sc::asymmetries(full, classes, 8).empty());
+  // The first and the last stage are not symmetric (embedding, head, warm-up).
+  classes.representative = {0, 0, 0, 0};
+  CHECK_FALSE(sc::asymmetries(full, classes, 8).empty());
+  // On 3-GPU nodes rank 1 sends to rank 3 on the next node, rank 0 to rank 2 on its own: for
+  // the cost model they differ, and symmetric_classes keeps every rank apart.
+  classes.representative = {0, 0, 2, 2};
+  CHECK_FALSE(sc::asymmetries(full, classes, 3).empty());
+  CHECK(sc::symmetric_classes(s, ov::derive(s), workload_of(c), 3).representative == std::vector<int>{0, 1, 2, 3});
+}
+
+TEST_CASE("traces of a class simulation show one representative per class, with its class size") {
+  const layout_case c{"", 1, 2, 1, 4, 0, 8, true};
+  const ov::settings s = settings_of(c);
+  const ov::resolved_settings r = ov::derive(s);
+  const auto cost = cost_of(8);
+  const sc::class_step step = sc::compose_class_step(s, r, workload_of(c), 8);
+  REQUIRE(step.classes.representatives() == std::vector<int>{0, 4});
+  const ov::sim::result res = ov::sim::simulate(step.representatives, cost, step.classes);
+  std::ostringstream json, svg, plain;
+  ov::trace::write_chrome_trace(json, step.representatives, res, &step.classes);
+  ov::trace::write_svg_timeline(svg, step.representatives, res, {}, &step.classes);
+  ov::trace::write_chrome_trace(plain, step.representatives, res);
+  for (const std::string& text : {json.str(), svg.str()}) {
+    CHECK(text.find("rank 0 (class of 4)") != std::string::npos);
+    CHECK(text.find("rank 4 (class of 4)") != std::string::npos);
+    CHECK(text.find("rank 1") == std::string::npos);
+  }
+  CHECK(plain.str().find("class of") == std::string::npos);
+  // The picture has a row per stream of the two representatives, not of the eight ranks.
+  std::size_t rows = 0;
+  for (const auto& p : step.representatives) rows += p.streams.size();
+  std::size_t labels = 0;
+  for (std::size_t at = 0; (at = svg.str().find("(class of 4) ", at)) != std::string::npos; ++at) ++labels;
+  CHECK(labels == rows);
+}
