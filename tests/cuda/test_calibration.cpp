@@ -82,7 +82,7 @@ TEST_CASE("a timed composed tp2 pp2 vpp2 dp2 ep2 step round-trips: every op cost
     // Every display name is its op's alone here, so each entry is one op's own time.
     std::map<std::string, int> names;
     for (const cu::op_time& o : t.ops) ++names[sc::display_name(o.key)];
-    for (const auto& [name, count] : names) CHECK_MESSAGE(count == 1, name);
+    for (const auto& entry : names) CHECK_MESSAGE(entry.second == 1, entry.first);
 
     const temp_file file("calibration_rank" + std::to_string(p.rank) + ".json");
     sim::write_measured_costs(file.path, p, t.us_per_op());
