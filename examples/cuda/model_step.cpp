@@ -226,6 +226,14 @@ bool gradients_correct(std::vector<std::unique_ptr<rank_model>>& models, const s
   return true;
 }
 
+/// Times `steps` steps of `exec` (each op's median) and writes their measured-cost JSON to `path`.
+void write_measured_costs(oc::executor& exec, int steps, const char* path) {
+  const oc::step_timing timed = exec.run_timed(steps);
+  ov::sim::write_measured_costs(path, exec.program(), timed.us_per_op());
+  std::printf("generated step: %zu ops timed (median of %d steps), measured costs written to %s\n", timed.ops.size(),
+              timed.steps, path);
+}
+
 /// Step 1: the generated step of a one-rank config on the current GPU, eagerly and as a replayed
 /// CUDA graph. Each GEMM op computes C[type, layer] = A[layer] B[micro-batch] with every entry
 /// of A[l] equal to l + 2 and of B[m] to (m + 2) / n, so after a step C[type, layer] holds
@@ -330,12 +338,8 @@ bool generated_step_correct(const sizes& z, ncclComm_t solo) {
     exec.run();
     exec.wait();
     const bool eager = correct("eager");
-    if (const char* path = std::getenv("OVERLAP_MEASURED_COSTS"); path != nullptr && *path != '\0') {
-      const oc::step_timing timed = exec.run_timed(z.iterations);
-      ov::sim::write_measured_costs(path, p, timed.us_per_op());
-      std::printf("generated step: %zu ops timed (median of %d steps), measured costs written to %s\n",
-                  timed.ops.size(), timed.steps, path);
-    }
+    if (const char* path = std::getenv("OVERLAP_MEASURED_COSTS"); path != nullptr && *path != '\0')
+      write_measured_costs(exec, z.iterations, path);
     clear();
     exec.capture();
     exec.replay();
