@@ -13,6 +13,8 @@ int null_api::stream_create(void** s, int) { return *s = fresh(), 0; }
 int null_api::stream_destroy(void*) { return 0; }
 int null_api::stream_query(void*) { return 0; }
 int null_api::event_create(void** e) { return *e = fresh(), 0; }
+int null_api::timing_event_create(void** e) { return *e = fresh(), 0; }
+int null_api::event_elapsed_ms(float* ms, void*, void*) { return *ms = 0, 0; }
 int null_api::event_destroy(void*) { return 0; }
 int null_api::event_record(void*, void*) { return 0; }
 int null_api::stream_wait_event(void*, void*) { return 0; }

@@ -32,6 +32,8 @@ struct null_api {
   static int stream_destroy(void* s);
   static int stream_query(void* s);
   static int event_create(void** e);
+  static int timing_event_create(void** e);
+  static int event_elapsed_ms(float* ms, void* start, void* end);
   static int event_destroy(void* e);
   static int event_record(void* e, void* s);
   static int stream_wait_event(void* s, void* e);

@@ -7,7 +7,10 @@
 //    types (embedding, norms, attention core, optimizer, ...) are one stand-in callable (a
 //    memset), because the point here is the binding, not a transformer. A one-rank program has
 //    no collectives of its own; any communication op it does carry goes to NCCL on a one-rank
-//    communicator with scratch buffers from the provider.
+//    communicator with scratch buffers from the provider. With OVERLAP_MEASURED_COSTS=<path>, the
+//    step is also timed (`run_timed`, OVERLAP_ITERATIONS steps, each op's median) and its
+//    measured-cost JSON written there, for `sim::measured_cost_model` (the stand-in ops time a
+//    memset and 512^3 GEMMs, not the workload's sizes: this calibrates the example, not a model).
 // 2. Because of that, NCCL and overlap are exercised by a hand-written data-parallel step on every
 //    visible GPU, with the op types the DP generator uses: per layer from the top its weight
 //    gradient GEMM and that gradient's all-reduce, on a communication stream while the backward
@@ -40,6 +43,7 @@
 #include <overlap/cuda.hpp>
 #include <overlap/overlap.hpp>
 #include <overlap/schedule/step.hpp>
+#include <overlap/sim/measured_cost_writer.hpp>
 
 namespace ov = overlap;
 namespace sc = overlap::schedule;
@@ -222,6 +226,14 @@ bool gradients_correct(std::vector<std::unique_ptr<rank_model>>& models, const s
   return true;
 }
 
+/// Times `steps` steps of `exec` (each op's median) and writes their measured-cost JSON to `path`.
+void write_measured_costs(oc::executor& exec, int steps, const char* path) {
+  const oc::step_timing timed = exec.run_timed(steps);
+  ov::sim::write_measured_costs(path, exec.program(), timed.us_per_op());
+  std::printf("generated step: %zu ops timed (median of %d steps), measured costs written to %s\n", timed.ops.size(),
+              timed.steps, path);
+}
+
 /// Step 1: the generated step of a one-rank config on the current GPU, eagerly and as a replayed
 /// CUDA graph. Each GEMM op computes C[type, layer] = A[layer] B[micro-batch] with every entry
 /// of A[l] equal to l + 2 and of B[m] to (m + 2) / n, so after a step C[type, layer] holds
@@ -326,6 +338,8 @@ bool generated_step_correct(const sizes& z, ncclComm_t solo) {
     exec.run();
     exec.wait();
     const bool eager = correct("eager");
+    if (const char* path = std::getenv("OVERLAP_MEASURED_COSTS"); path != nullptr && *path != '\0')
+      write_measured_costs(exec, z.iterations, path);
     clear();
     exec.capture();
     exec.replay();

@@ -17,6 +17,8 @@
 /// overlap::cuda::executor step(program, std::move(r));          // pre-flight; throws on a gap
 /// step.run();
 /// step.wait();                                                  // watchdog: abort, never hang
+/// const auto t = step.run_timed(10);  // per op: median GPU time; t.us_per_op() for the
+///                                     // measured-cost writer (sim/measured_cost_writer.hpp)
 /// ```
 
 #include <overlap/cuda/bind.hpp>
@@ -24,6 +26,7 @@
 #include <overlap/cuda/error.hpp>
 #include <overlap/cuda/executor.hpp>
 #include <overlap/cuda/resources.hpp>
+#include <overlap/cuda/timing.hpp>
 #include <overlap/cuda/watchdog.hpp>
 
 namespace overlap::cuda {

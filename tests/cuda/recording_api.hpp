@@ -1,9 +1,10 @@
 #pragma once
 // A CUDA/NCCL stand-in for the executor's tests: every call is appended to a log as one line,
 // handles are small integers, and a test can make a call fail, keep a stream busy, or give a
-// communicator an asynchronous error.
+// communicator an asynchronous error. Timing events read back what `state::elapsed_ms` says.
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,10 @@ struct state {
   int stream_error = 0;       ///< cudaStreamQuery reports this error (0: none)
   int queries = 0;
   const char* base = arena;  ///< where the log's buffer offsets count from
+  std::vector<int> timing_events;  ///< created with timing on, in creation order
+  /// What cudaEventElapsedTime reads between two timing events; `read` counts the reads (0-based).
+  std::function<float(int start, int end, int read)> elapsed_ms = [](int, int, int) { return 1.0f; };
+  int elapsed_reads = 0;
 };
 
 inline state& s() {
@@ -101,6 +106,15 @@ struct recording_api {
   static int event_create(int* out) {
     *out = 200 + s().next_event++;
     return fails("event_create");
+  }
+  static int timing_event_create(int* out) {
+    *out = 200 + s().next_event++;
+    s().timing_events.push_back(*out);
+    return fails("timing_event_create");
+  }
+  static int event_elapsed_ms(float* ms, int start, int end) {
+    *ms = s().elapsed_ms(start, end, s().elapsed_reads++);
+    return cuda("elapsed e" + id(start) + " e" + id(end), "event_elapsed_ms");
   }
   static int event_destroy(int) { return ++s().events_destroyed, 0; }
   static int event_record(int e, int st) { return cuda("record e" + id(e) + " s" + id(st), "event_record"); }

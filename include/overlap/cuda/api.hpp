@@ -25,7 +25,8 @@ concept executor_api = requires(typename Api::stream_t stream, typename Api::str
                                 typename Api::cuda_status_t cuda_status,
                                 typename Api::nccl_status_t nccl_status,
                                 typename Api::nccl_status_t* nccl_status_out, const void* in,
-                                void* out, std::size_t count, int value, int* int_out) {
+                                void* out, std::size_t count, int value, int* int_out,
+                                float* float_out) {
   // Statuses the executor tells apart: success, "not finished yet" for stream queries, and
   // NCCL's "still being enqueued" for non-blocking communicators.
   { Api::cuda_success } -> std::convertible_to<typename Api::cuda_status_t>;
@@ -45,6 +46,10 @@ concept executor_api = requires(typename Api::stream_t stream, typename Api::str
   { Api::stream_wait_event(stream, event) } -> std::same_as<typename Api::cuda_status_t>;
   { Api::event_query(event) } -> std::same_as<typename Api::cuda_status_t>;
   { Api::get_last_error() } -> std::same_as<typename Api::cuda_status_t>;
+  // The timing mode: events with timing on (cudaEventCreateWithFlags with cudaEventDefault), and
+  // the milliseconds between two completed records (cudaEventElapsedTime).
+  { Api::timing_event_create(event_out) } -> std::same_as<typename Api::cuda_status_t>;
+  { Api::event_elapsed_ms(float_out, event, event) } -> std::same_as<typename Api::cuda_status_t>;
   // Graphs: capture (relaxed mode) on one stream, instantiate, launch.
   { Api::begin_capture(stream) } -> std::same_as<typename Api::cuda_status_t>;
   { Api::end_capture(stream, graph_out) } -> std::same_as<typename Api::cuda_status_t>;

@@ -39,6 +39,11 @@ struct cuda_api {
   static cudaError_t event_create(cudaEvent_t* e) {
     return cudaEventCreateWithFlags(e, cudaEventDisableTiming);
   }
+  /// Timing on: only the timing mode's own events, recorded around the ops it times.
+  static cudaError_t timing_event_create(cudaEvent_t* e) { return cudaEventCreateWithFlags(e, cudaEventDefault); }
+  static cudaError_t event_elapsed_ms(float* ms, cudaEvent_t start, cudaEvent_t end) {
+    return cudaEventElapsedTime(ms, start, end);
+  }
   static cudaError_t event_destroy(cudaEvent_t e) { return cudaEventDestroy(e); }
   static cudaError_t event_record(cudaEvent_t e, cudaStream_t s) { return cudaEventRecord(e, s); }
   static cudaError_t stream_wait_event(cudaStream_t s, cudaEvent_t e) {

@@ -13,7 +13,8 @@
 /// one op are rejected at load, unless a more specific entry covers every op they share (above,
 /// "* l0" and "fc1_fprop" would both match "fc1_fprop l0" at specificity 1: add "fc1_fprop l0").
 /// The display name of an op (`display_name`) is a pattern that matches it, so a table written
-/// from display names times each op by its own entry.
+/// from display names times each op by its own entry; `measured_cost_writer.hpp` writes one from
+/// the executor's timing mode (`cuda::basic_executor::run_timed`).
 ///
 /// A measured compute time is for the whole GPU; on fewer SMs it stretches as the analytic one
 /// does. A measured communication time is taken as is, whatever the group size or placement.
