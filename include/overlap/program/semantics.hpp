@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -68,6 +69,7 @@ inline std::vector<structure_problem> structure_problems(const program& p) {
     out.push_back({-1, structure_rule::event, "num_events is " + std::to_string(p.num_events)});
   const std::size_t events = p.num_events < 0 ? 0 : static_cast<std::size_t>(p.num_events);
   std::vector<bool> recorded(events, false);
+  std::unordered_set<int> started_groups;
   for (std::size_t i = 0; i < p.ops.size(); ++i) {
     const op& o = p.ops[i];
     if (static_cast<unsigned>(o.kind) > static_cast<unsigned>(op_kind::host_sync)) {
@@ -120,11 +122,9 @@ inline std::vector<structure_problem> structure_problems(const program& p) {
       if (!is_communication(o.kind)) bad(i, structure_rule::group, "only communication ops can be grouped");
       else if (continues && p.ops[i - 1].stream != o.stream)
         bad(i, structure_rule::group, "a group's ops must be on one stream");
-      for (std::size_t j = 0; j + 1 < i && !continues; ++j)
-        if (p.ops[j].group == o.group) {
-          bad(i, structure_rule::group, "a group's ops must be consecutive in issue order");
-          break;
-        }
+      // A group that starts here must not have appeared before.
+      if (!continues && !started_groups.insert(o.group).second)
+        bad(i, structure_rule::group, "a group's ops must be consecutive in issue order");
     }
     for (const auto* list : {&o.reads, &o.writes})
       for (const int b : *list)

@@ -76,7 +76,8 @@ struct rank_state {
   std::vector<std::vector<std::size_t>> queues;  ///< op indices per hardware queue, issue order
   std::vector<std::size_t> head;
   std::vector<std::size_t> running_compute;  ///< compute ops now running, in start order
-  std::vector<std::size_t> queue_order;      ///< hardware queues in dispatch order (scratch)
+  std::vector<std::size_t> queue_order;      ///< hardware queues in dispatch order
+  bool fixed_order = true;  ///< one stream per queue: the order never changes, it is sorted once
   std::size_t next_issue = 0;
   double host_time = 0;
   int free_sms = 0;
@@ -171,6 +172,13 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
     rs.queues.resize(std::max<std::size_t>(1, std::min<std::size_t>(p.streams.size(), connections)));
     rs.head.assign(rs.queues.size(), 0);
     rs.free_sms = m.sms;
+    rs.fixed_order = p.streams.size() <= rs.queues.size();
+    if (rs.fixed_order) {  // queue q holds stream q
+      for (std::size_t q = 0; q < rs.queues.size(); ++q) rs.queue_order.push_back(q);
+      std::stable_sort(rs.queue_order.begin(), rs.queue_order.end(), [&](std::size_t a, std::size_t b) {
+        return a < p.streams.size() && b < p.streams.size() && p.streams[a].priority < p.streams[b].priority;
+      });
+    }
   }
   const schedule::rendezvous_set matched = schedule::match_rendezvous(programs);
   // Unmatched ops keep group -1 and never complete; so does a group with a missing member.
@@ -372,10 +380,12 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
         // Each hardware queue dispatches its head while the head can start; the queues whose
         // heads are on higher-priority streams first (the block scheduler serves pending work of
         // higher-priority streams first when SMs free up).
-        rs.queue_order.clear();
-        for (std::size_t q = 0; q < rs.queues.size(); ++q)
-          if (rs.head[q] < rs.queues[q].size()) rs.queue_order.push_back(q);
-        if (rs.queue_order.size() > 1)
+        if (!rs.fixed_order) {
+          rs.queue_order.clear();
+          for (std::size_t q = 0; q < rs.queues.size(); ++q)
+            if (rs.head[q] < rs.queues[q].size()) rs.queue_order.push_back(q);
+        }
+        if (!rs.fixed_order && rs.queue_order.size() > 1)
           std::stable_sort(rs.queue_order.begin(), rs.queue_order.end(), [&](std::size_t a, std::size_t b) {
             return p.streams[static_cast<std::size_t>(p.ops[rs.queues[a][rs.head[a]]].stream)].priority <
                    p.streams[static_cast<std::size_t>(p.ops[rs.queues[b][rs.head[b]]].stream)].priority;
