@@ -77,7 +77,8 @@ struct rank_state {
   std::vector<std::size_t> head;
   std::vector<std::size_t> running_compute;  ///< compute ops now running, in start order
   std::vector<std::size_t> queue_order;      ///< hardware queues in dispatch order
-  bool fixed_order = true;  ///< one stream per queue: the order never changes, it is sorted once
+  bool fixed_order = true;
+  double wake_at = std::numeric_limits<double>::infinity();  ///< the earliest issue wake-up queued  ///< one stream per queue: the order never changes, it is sorted once
   std::size_t next_issue = 0;
   double host_time = 0;
   int free_sms = 0;
@@ -396,7 +397,11 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
             const schedule::op& o = p.ops[i];
             detail::op_state& s = rs.ops[i];
             if (s.issued_at > t) {
-              running.emplace(s.issued_at, pi, wake);
+              // One wake-up per rank and time: every pass over a blocked queue would add another.
+              if (rs.wake_at > s.issued_at) {
+                rs.wake_at = s.issued_at;
+                running.emplace(s.issued_at, pi, wake);
+              }
               break;
             }
             if (blocker(pi, i) >= 0) break;
@@ -466,6 +471,7 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
         dirty[rank_index] = 1;
       };
       if (i == wake) {
+        if (ranks[pi].wake_at <= t) ranks[pi].wake_at = never;
         touch();
         continue;
       }
