@@ -19,6 +19,7 @@
 #include <overlap/sim/measured_cost_writer.hpp>
 #include <overlap/sim/simulator.hpp>
 
+#include "generated_fixture.hpp"
 #include "shim_fixture.hpp"
 
 using namespace shim;
@@ -27,17 +28,6 @@ namespace cu = overlap::cuda;
 namespace sim = overlap::sim;
 
 namespace {
-sc::workload small_workload(int layers, int micro_batches) {
-  sc::workload w;
-  w.num_layers = layers;
-  w.micro_batches = micro_batches;
-  w.seq_length = 128;
-  w.hidden_size = 256;
-  w.ffn_hidden_size = 512;
-  w.num_attention_heads = 8;
-  w.vocab_size = 1024;
-  return w;
-}
 
 /// `p` timed once on the shim; interval k (by its start event) takes 10 + 2.5 k us.
 cu::step_timing time_on_shim(const sc::program& p) {
@@ -66,14 +56,8 @@ const sim::machine h100 = sim::h100_node();
 }  // namespace
 
 TEST_CASE("a timed composed tp2 pp2 vpp2 dp2 ep2 step round-trips: every op costs what it measured") {
-  using cfg = ov::config<ov::tp<2>, ov::sequence_parallel<>, ov::tp_comm_overlap<>, ov::pp<2>, ov::vpp<2>, ov::dp<2>,
-                         ov::ep<2>, ov::etp<1>, ov::num_moe_experts<8>,
-                         ov::moe_token_dispatcher_type<ov::dispatcher::alltoall>, ov::distributed_optimizer<>,
-                         ov::precision<ov::dtype::bf16>, ov::overlap_moe_expert_parallel_comm<>>;
-  sc::workload w = small_workload(4, 4);
-  w.moe_router_topk = 2;
-  w.moe_ffn_hidden_size = 512;
-  const auto step = cfg::schedule::generate(w);
+  using cfg = composed_moe;
+  const auto step = cfg::schedule::generate(composed_moe_workload());
   REQUIRE(step.size() == 8);
   int grouped = 0;
   for (const sc::program& p : step) {

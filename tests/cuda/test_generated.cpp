@@ -17,25 +17,13 @@
 #include <overlap/overlap.hpp>
 #include <overlap/schedule/step.hpp>
 
+#include "generated_fixture.hpp"
 #include "shim_fixture.hpp"
 
 using namespace shim;
 namespace ov = overlap;
 
 namespace {
-/// A small model, so that the buffers the programs name stay small (the shim only needs their
-/// address space).
-sc::workload small_workload(int layers, int micro_batches) {
-  sc::workload w;
-  w.num_layers = layers;
-  w.micro_batches = micro_batches;
-  w.seq_length = 128;
-  w.hidden_size = 256;
-  w.ffn_hidden_size = 512;
-  w.num_attention_heads = 8;
-  w.vocab_size = 1024;
-  return w;
-}
 
 /// What the recording shim should log for `p` (streams created as 100.., events as 200..,
 /// send buffers at offset 0 and receive buffers at 4096, bf16).
@@ -180,14 +168,8 @@ auto tagged(std::string callable) {
 }  // namespace
 
 TEST_CASE("a composed tp2 pp2 vpp2 dp2 ep2 MoE program binds every kind with 14 callables and one buffer provider") {
-  using cfg = ov::config<ov::tp<2>, ov::sequence_parallel<>, ov::tp_comm_overlap<>, ov::pp<2>, ov::vpp<2>, ov::dp<2>,
-                         ov::ep<2>, ov::etp<1>, ov::num_moe_experts<8>,
-                         ov::moe_token_dispatcher_type<ov::dispatcher::alltoall>, ov::distributed_optimizer<>,
-                         ov::precision<ov::dtype::bf16>, ov::overlap_moe_expert_parallel_comm<>>;
-  sc::workload w = small_workload(4, 4);
-  w.moe_router_topk = 2;
-  w.moe_ffn_hidden_size = 512;
-  const auto step = cfg::schedule::generate(w);
+  using cfg = composed_moe;
+  const auto step = cfg::schedule::generate(composed_moe_workload());
   REQUIRE(step.size() == 8);
 
   // Which callable each compute type should reach; written out here, apart from the bindings.
