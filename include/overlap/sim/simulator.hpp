@@ -77,8 +77,8 @@ struct rank_state {
   std::vector<std::size_t> head;
   std::vector<std::size_t> running_compute;  ///< compute ops now running, in start order
   std::vector<std::size_t> queue_order;      ///< hardware queues in dispatch order
-  bool fixed_order = true;
-  double wake_at = std::numeric_limits<double>::infinity();  ///< the earliest issue wake-up queued  ///< one stream per queue: the order never changes, it is sorted once
+  bool fixed_order = true;  ///< one stream per queue: the order never changes, it is sorted once
+  double wake_at = std::numeric_limits<double>::infinity();  ///< the earliest issue wake-up queued
   std::size_t next_issue = 0;
   double host_time = 0;
   int free_sms = 0;
