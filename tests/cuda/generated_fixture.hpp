@@ -3,10 +3,28 @@
 // composed tp2 pp2 vpp2 dp2 ep2 MoE step.
 #pragma once
 
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
 #include <overlap/overlap.hpp>
 #include <overlap/schedule/step.hpp>
 
+#include "recording_api.hpp"
+
 namespace shim {
+
+/// Resets the shim and gives it address space for `p`'s largest buffer pair (it never touches
+/// the memory; its log names addresses from `s().base`).
+inline std::unique_ptr<char[]> reset_with_memory_for(const overlap::schedule::program& p) {
+  std::int64_t largest = 0;
+  for (const overlap::schedule::op& o : p.ops) largest = std::max(largest, o.bytes);
+  std::unique_ptr<char[]> memory(new char[static_cast<std::size_t>(largest) + 8192]);
+  reset();
+  s().base = memory.get();
+  return memory;
+}
 
 inline overlap::schedule::workload small_workload(int layers, int micro_batches) {
   overlap::schedule::workload w;

@@ -31,11 +31,7 @@ namespace {
 
 /// `p` timed once on the shim; interval k (by its start event) takes 10 + 2.5 k us.
 cu::step_timing time_on_shim(const sc::program& p) {
-  std::int64_t largest = 0;
-  for (const sc::op& o : p.ops) largest = std::max(largest, o.bytes);
-  const std::unique_ptr<char[]> memory(new char[static_cast<std::size_t>(largest) + 8192]);
-  reset();
-  s().base = memory.get();
+  const std::unique_ptr<char[]> memory = reset_with_memory_for(p);
   const auto comms = comms_for(p);
   executor exec(p, supply(p, comms, memory.get()));
   s().elapsed_ms = [](int start, int, int) {

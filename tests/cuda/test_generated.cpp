@@ -69,12 +69,7 @@ std::vector<std::string> expected_log(const sc::program& p) {
 void check_step(const std::vector<sc::program>& step) {
   REQUIRE_FALSE(step.empty());
   for (const sc::program& p : step) {
-    std::int64_t largest = 0;
-    for (const sc::op& o : p.ops) largest = std::max(largest, o.bytes);
-    // Address space only: the shim never touches the memory.
-    const std::unique_ptr<char[]> memory(new char[static_cast<std::size_t>(largest) + 8192]);
-    reset();
-    s().base = memory.get();
+    const std::unique_ptr<char[]> memory = reset_with_memory_for(p);
     const auto comms = comms_for(p);
     executor exec(p, supply(p, comms, memory.get()));
     s().log.clear();
@@ -209,11 +204,7 @@ TEST_CASE("a composed tp2 pp2 vpp2 dp2 ep2 MoE program binds every kind with 14 
   std::map<sc::family, int> families;
   for (const sc::program& p : step) {
     CAPTURE(p.rank);
-    std::int64_t largest = 0;
-    for (const sc::op& o : p.ops) largest = std::max(largest, o.bytes);
-    const std::unique_ptr<char[]> memory(new char[static_cast<std::size_t>(largest) + 8192]);
-    reset();
-    s().base = memory.get();
+    const std::unique_ptr<char[]> memory = reset_with_memory_for(p);
     const auto comms = comms_for(p);
     resources r;
     for (const auto& [name, state] : comms) r.comms[name] = state.get();

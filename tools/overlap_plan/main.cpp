@@ -386,13 +386,18 @@ json family_json(const ov::sim::per_family& v) {
   return out;
 }
 
-int run_simulate(const cli& args, const overlap_plan::bridge_config& c) {
+/// Whether the config passes the rules; if not, says which it violates and what to do.
+bool valid_for(const char* command, const char* hint, const cli& args, const overlap_plan::bridge_config& c) {
   const ov::report rep = ov::validate(c.settings);
-  if (!rep.ok()) {
-    std::cerr << "overlap-plan simulate: " << args.config << " violates " << rep.count() << " rule(s); run check:\n";
-    for (const ov::diagnostic& d : rep) std::cerr << "  " << d << '\n';
-    return 1;
-  }
+  if (rep.ok()) return true;
+  std::cerr << "overlap-plan " << command << ": " << args.config << " violates " << rep.count() << " rule(s); "
+            << hint << ":\n";
+  for (const ov::diagnostic& d : rep) std::cerr << "  " << d << '\n';
+  return false;
+}
+
+int run_simulate(const cli& args, const overlap_plan::bridge_config& c) {
+  if (!valid_for("simulate", "run check", args, c)) return 1;
   require_workload(c);
   const ov::sim::cost_model cost(machine_of(args));
   ov::plan::family_plan plan;
@@ -590,12 +595,7 @@ class progress {
 
 int run_tune(const cli& args, const overlap_plan::document& doc, const overlap_plan::bridge_config& c) {
   const auto started = std::chrono::steady_clock::now();
-  const ov::report rep = ov::validate(c.settings);
-  if (!rep.ok()) {
-    std::cerr << "overlap-plan tune: " << args.config << " violates " << rep.count() << " rule(s); run check first:\n";
-    for (const ov::diagnostic& d : rep) std::cerr << "  " << d << '\n';
-    return 1;
-  }
+  if (!valid_for("tune", "run check first", args, c)) return 1;
   require_workload(c);
   const std::vector<knob> knobs = free_knobs(doc, c);
   const ov::sim::cost_model cost(machine_of(args));

@@ -256,8 +256,7 @@ class basic_executor {
           break;
         case step::host_sync: watchdog_.wait_streams(watchdog_.options().timeout); break;
         case step::host_wait:
-          watchdog_.wait_event(r.event, "event " + std::to_string(r.op->event) + " (op " + std::to_string(r.source) + ")",
-                               watchdog_.options().timeout);
+          watchdog_.wait_event(r.event, r.op->event, r.source, watchdog_.options().timeout);
           break;
         case step::timing_record:
           check_cuda(Api::event_record(r.event, r.stream), r.source, "cudaEventRecord (timing)");

@@ -72,9 +72,10 @@ class basic_watchdog {
     }
   }
 
-  /// Returns once `event` has completed (its latest record); throws as `wait_streams` does, the
-  /// error naming `label`.
-  void wait_event(typename Api::event_t event, const std::string& label, std::chrono::nanoseconds timeout) {
+  /// Returns once `event` (the program's event `index`, waited for by op `op`) has completed its
+  /// latest record; throws as `wait_streams` does.
+  void wait_event(typename Api::event_t event, int index, int op, std::chrono::nanoseconds timeout) {
+    const auto label = [&] { return "event " + std::to_string(index) + " (op " + std::to_string(op) + ")"; };
     require_alive(-1);
     const auto start = std::chrono::steady_clock::now();
     while (true) {
@@ -83,13 +84,13 @@ class basic_watchdog {
       if (status == Api::cuda_success) return;
       if (status != Api::cuda_not_ready) {
         abort_all();
-        throw watchdog_error("[EXEC-STREAM-FAILED] rank " + std::to_string(rank_) + ": the work before " + label +
+        throw watchdog_error("[EXEC-STREAM-FAILED] rank " + std::to_string(rank_) + ": the work before " + label() +
                                  " failed: " + Api::cuda_error_name(status) + ": " + Api::cuda_error_string(status) +
                                  "; every communicator (" + comm_names() + ") was aborted; run the step under "
                                  "compute-sanitizer to find the kernel",
                              rank_, -1);
       }
-      if (std::chrono::steady_clock::now() - start >= timeout) timed_out(-1, label + " has not completed", timeout);
+      if (std::chrono::steady_clock::now() - start >= timeout) timed_out(-1, label() + " has not completed", timeout);
       std::this_thread::sleep_for(options_.poll_interval);
     }
   }

@@ -153,14 +153,12 @@ class emitter {
     return e;
   }
   void wait(int stream, int event) {
-    for (std::size_t s = 0; s < deferred_.size(); ++s)
-      if (deferred_[s] == event) materialize(static_cast<int>(s));
+    materialize_record_of(event);
     push({.kind = op_kind::wait, .stream = stream, .key = {.type = op_type::event_wait}, .event = event});
   }
   /// The host waits for `event` (cudaEventSynchronize) before it issues anything more.
   void host_wait(op_key key, int event) {
-    for (std::size_t s = 0; s < deferred_.size(); ++s)
-      if (deferred_[s] == event) materialize(static_cast<int>(s));
+    materialize_record_of(event);
     p_.ops.push_back({.kind = op_kind::host_sync, .key = key, .event = event});
   }
   /// `to` waits for what `from` issued so far.
@@ -169,6 +167,11 @@ class emitter {
   }
 
  private:
+  /// Issues `event`'s record now if it is still deferred.
+  void materialize_record_of(int event) {
+    for (std::size_t s = 0; s < deferred_.size(); ++s)
+      if (deferred_[s] == event) materialize(static_cast<int>(s));
+  }
   void materialize(int stream) {
     if (static_cast<std::size_t>(stream) >= deferred_.size() || deferred_[stream] < 0) return;
     p_.ops.push_back({.kind = op_kind::record, .stream = stream, .key = {.type = op_type::event_record},

@@ -160,9 +160,10 @@ class moe_builder {
     const int attention = tp.attention_forward(at.layer, at.micro_batch, e_.buffer(activation(at.layer, at.micro_batch)),
                                                recompute_);
     tp_attention_out_ = attention;
-    // The router's module: the residual add and the norm before it (5 tensors of the local tokens).
+    // The router's module: the residual add and the norm before it.
     e_.gemm(compute_, key(op_type::router_fprop, at), {tokens_per_rank_, shape_.experts, hidden_},
-            {attention, params(op_type::router_fprop, at)}, {ws(op_type::router_fprop, at)}, 5 * norm_bytes_);
+            {attention, params(op_type::router_fprop, at)}, {ws(op_type::router_fprop, at)},
+            add_norm_tensors * norm_bytes_);
     compute(op_type::permute_fprop, at, 0, {attention, ws(op_type::router_fprop, at)},
             {tokens(op_type::permute_fprop, at)}, permute_bytes());
   }
@@ -209,9 +210,9 @@ class moe_builder {
   void backward_exit(tp_builder& tp, location at) {
     const int grad = ws(op_type::permute_bprop, at);
     compute(op_type::permute_bprop, at, 0, {dispatched_grad(at)}, {grad}, permute_bytes());
-    // The router's backward runs the norm's backward and the residual gradient's add too (6).
+    // The router's backward runs the norm's backward and the residual gradient's add too.
     compute(op_type::router_bprop, at, 2 * router_flops_, {grad, ws(op_type::router_fprop, at), grads(op_type::router_bprop, at)},
-            {grads(op_type::router_bprop, at)}, 6 * norm_bytes_);
+            {grads(op_type::router_bprop, at)}, add_norm_backward_tensors * norm_bytes_);
     tp.attention_backward(at.layer, at.micro_batch, grad, e_.buffer(activation(at.layer, at.micro_batch)),
                           e_.buffer(activation_grad(at.layer, at.micro_batch)), shape_.delay_wgrad);
   }

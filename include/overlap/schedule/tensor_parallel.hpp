@@ -28,6 +28,11 @@
 
 namespace overlap::schedule::detail {
 
+/// Tensors of the local tokens that the residual add and the norm before a module move (add: read
+/// 2, write 1; norm: read 1, write 1), and their backwards (norm: read x and the gradient, write
+/// one; the residual gradient's add: read 2, write 1).
+inline constexpr std::int64_t add_norm_tensors = 5, add_norm_backward_tensors = 6;
+
 /// What selective activation recompute repeats before a layer's backward.
 struct selective_recompute {
   bool core_attention = false, mlp = false;
@@ -145,24 +150,24 @@ class tp_builder {
   }
   /// The bytes the memory-bound kernels of GEMM `type`'s module move, which run before or after
   /// its GEMM (bf16 tensors of the local tokens; sequence-parallel parts on 1/tp of them):
-  /// - qkv_fprop, fc1_fprop: the residual add (read 2, write 1) and the norm (read 1, write 1) that
-  ///   TE's LayerNormLinear runs before its all-gather; qkv also the rotary embedding of q and k
-  ///   (read and write);
+  /// - qkv_fprop, fc1_fprop: the residual add and the norm (`add_norm_tensors`) that TE's
+  ///   LayerNormLinear runs before its all-gather; qkv also the rotary embedding of q and k (read
+  ///   and write);
   /// - fc2_fprop: the SwiGLU between fc1 and fc2 (read 2 f, write f);
   /// - fc2_dgrad: the SwiGLU's backward (read the gradient and the saved 2 f, write 2 f);
-  /// - fc1_dgrad, qkv_dgrad: the norm's backward (read x and the gradient, write one) and the
-  ///   residual gradient's add (read 2, write 1); qkv also the rotary backward.
+  /// - fc1_dgrad, qkv_dgrad: their backwards (`add_norm_backward_tensors`); qkv also the rotary
+  ///   backward.
   std::int64_t module_bytes(op_type type) const {
     const std::int64_t t = w_.tokens(), local = t / tp_, h = w_.hidden_size, f = w_.ffn_hidden_size / tp_;
     const std::int64_t rope = 2 * t * (w_.query_width() + w_.query_groups() * w_.head_size()) / tp_;
     std::int64_t elements = 0;
     switch (type) {
-      case op_type::qkv_fprop: elements = 5 * local * h + rope; break;
-      case op_type::fc1_fprop: elements = 5 * local * h; break;
+      case op_type::qkv_fprop: elements = add_norm_tensors * local * h + rope; break;
+      case op_type::fc1_fprop: elements = add_norm_tensors * local * h; break;
       case op_type::fc2_fprop: elements = 3 * t * f; break;
       case op_type::fc2_dgrad: elements = 5 * t * f; break;
-      case op_type::fc1_dgrad: elements = 6 * local * h; break;
-      case op_type::qkv_dgrad: elements = 6 * local * h + rope; break;
+      case op_type::fc1_dgrad: elements = add_norm_backward_tensors * local * h; break;
+      case op_type::qkv_dgrad: elements = add_norm_backward_tensors * local * h + rope; break;
       default: break;
     }
     return elements * element_bytes_;

@@ -62,11 +62,8 @@ inline step_bound lower_bound(const std::vector<schedule::program>& programs,
     const schedule::program& p = programs[pi];
     const schedule::op& o = p.ops[static_cast<std::size_t>(i.op)];
     if (!schedule::is_communication(o.kind)) continue;
-    const bool crosses = schedule::crosses_nodes(p, o, m.gpus_per_node);
-    const std::size_t link = crosses ? 2 : 0;
-    const double d = i.transfer_us;  // latency does not load a link
-    if (o.kind != schedule::op_kind::recv) busy[pi][link] += d;
-    if (o.kind != schedule::op_kind::send) busy[pi][link + 1] += d;
+    // Latency does not load a link.
+    detail::for_each_link(p, o, m.gpus_per_node, [&](std::size_t l) { busy[pi][l] += i.transfer_us; });
   }
   for (const auto& x : busy) {
     b.nvlink_us = std::max({b.nvlink_us, x[0], x[1]});

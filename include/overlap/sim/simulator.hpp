@@ -117,6 +117,17 @@ inline double length(const std::vector<std::pair<double, double>>& merged) {
   return total;
 }
 
+/// The links communication op `o` of `p` loads, as indices into its rank's four (0 NVLink out,
+/// 1 NVLink in, 2 network out, 3 network in): a send the outgoing one, a receive the incoming one,
+/// a collective both; the network's when its transfer leaves the node. The simulator shares
+/// these links; the lower bound sums their busy time.
+template <class F>
+void for_each_link(const schedule::program& p, const schedule::op& o, int gpus_per_node, F f) {
+  const std::size_t base = schedule::crosses_nodes(p, o, gpus_per_node) ? 2 : 0;
+  if (o.kind != schedule::op_kind::recv) f(base);
+  if (o.kind != schedule::op_kind::send) f(base + 1);
+}
+
 /// What the event loop itself reads of the machine (the cost model reads the rest).
 inline void check_machine(const machine& m) {
   if (m.sms < 1 || m.comm_sms < 0 || m.p2p_sms < 0 || !std::isfinite(m.launch_us) || m.launch_us < 0)
@@ -205,9 +216,8 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
                            : group_size[g];
   }
 
-  // Links: per rank, NVLink out and in, network out and in (the accounting of bound.hpp: a send
-  // loads its rank's outgoing link, a receive the incoming one, a collective both; the network's
-  // when the op's transfer leaves the node). The transfers in flight on a link share it equally:
+  // Links: per rank, NVLink out and in, network out and in (detail::for_each_link). The
+  // transfers in flight on a link share it equally:
   // a transfer progresses at the smallest share among its links, and its end moves whenever a
   // transfer on one of them starts or ends.
   struct transfer {
@@ -278,12 +288,9 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
     x.since = t + latency;
     x.links.clear();
     if (!opt.unlimited_resources)
-      for (const auto& mem : members) {
-        const schedule::op& mo = programs[mem.program].ops[mem.op];
-        const std::size_t base = 4 * mem.program + (schedule::crosses_nodes(programs[mem.program], mo, m.gpus_per_node) ? 2 : 0);
-        if (mo.kind != op_kind::recv) x.links.push_back(base);
-        if (mo.kind != op_kind::send) x.links.push_back(base + 1);
-      }
+      for (const auto& mem : members)
+        detail::for_each_link(programs[mem.program], programs[mem.program].ops[mem.op], m.gpus_per_node,
+                              [&](std::size_t l) { x.links.push_back(4 * mem.program + l); });
     for (const std::size_t l : x.links) on_link[l].push_back(g);
     if (x.links.empty()) rerate(g, t);
     else reshare(x.links, t);
