@@ -20,12 +20,15 @@
 #include <array>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <queue>
+#include <span>
 #include <stdexcept>
 #include <string>
-#include <tuple>
+#include <utility>
 #include <vector>
 
 #include <overlap/program/program.hpp>
@@ -34,6 +37,7 @@
 #include <overlap/program/semantics.hpp>
 #include <overlap/sim/cost_model.hpp>
 #include <overlap/sim/result.hpp>
+#include <overlap/sim/timer_queue.hpp>
 
 namespace overlap::sim {
 
@@ -53,32 +57,49 @@ namespace detail {
 
 inline constexpr double never = std::numeric_limits<double>::infinity();
 
-
 enum class state : unsigned char { pending, issued, launched, running, done };
 
+/// A compute op running now: its SMs, the share of its work done by `since`, its duration on its
+/// current SMs (when they change, the rest takes what the cost model says for the new count) and
+/// the time of one of its waves on them (0: not in waves).
+struct computing {
+  std::size_t op = 0;
+  int sms = 0;
+  double done = 0, since = 0, duration = 0, wave = 0;
+};
+
+/// What the event loop keeps of one op: everything it reads on the op's way through the loop in
+/// one record (the ranks advance together, so an op's fields are rarely in cache; one record is
+/// one or two cache lines to fetch, where one array per field would be one each).
 struct op_state {
-  state now = state::pending;
   double issued_at = never;
   double start = never;  ///< compute: kernel start; comm: transfer start
   double end = never;
-  int sms = 0;
-  /// Compute: the share of the op's work done by `since`, and its duration on its current SMs;
-  /// when its SMs change, the rest takes what the cost model says for the new count.
-  double done = 0, since = 0, duration = 0;
-  double wave = 0;  ///< compute: the time of one of its waves on its current SMs (0: not in waves)
-  long group = -1;  ///< rendezvous group for communication ops
+  std::int32_t group = -1;      ///< comm: its rendezvous group, or -1
+  std::uint32_t waiting = 0;    ///< predecessors (program/semantics.hpp) not done yet
+  std::uint32_t succ_begin = 0;  ///< the ops that wait for it: rank_state::succ[succ_begin .. succ_end)
+  std::uint32_t succ_end = 0;
+  int sms = 0;  ///< comm: the SMs its kernel holds
+  std::uint16_t queue = 0;  ///< its hardware queue
+  schedule::op_kind kind = schedule::op_kind::compute;
+  state now = state::pending;
 };
 
+/// One rank's state.
 struct rank_state {
-  explicit rank_state(const schedule::program& p) : order(p) {}
-  schedule::rank_order order;
-  std::vector<op_state> ops;
-  std::vector<std::vector<std::size_t>> queues;  ///< op indices per hardware queue, issue order
+  std::vector<op_state> ops;  ///< in issue order
+  std::vector<std::uint32_t> succ;
+  /// Each hardware queue's ops in issue order: queue_ops[queue_begin[q] + k], the next at head[q].
+  std::vector<std::uint32_t> queue_begin, queue_ops;
   std::vector<std::size_t> head;
-  std::vector<std::size_t> running_compute;  ///< compute ops now running, in start order
-  std::vector<std::size_t> queue_order;      ///< hardware queues in dispatch order
+  /// Per queue: whether its head may have become able to start since it was last looked at (it
+  /// was issued, its last predecessor finished, SMs freed up, or a wake-up came): only those
+  /// heads are looked at, not every head on every event.
+  std::vector<char> examine;
+  std::vector<std::size_t> sm_waiters;      ///< queues whose head waits for SMs
+  std::vector<computing> running;           ///< compute ops now running, in start order
+  std::vector<std::size_t> queue_order;     ///< hardware queues in dispatch order
   bool fixed_order = true;  ///< one stream per queue: the order never changes, it is sorted once
-  double wake_at = std::numeric_limits<double>::infinity();  ///< the earliest issue wake-up queued
   std::size_t next_issue = 0;
   double host_time = 0;
   int free_sms = 0;
@@ -86,7 +107,7 @@ struct rank_state {
 
 /// Sorts intervals ((start, end) pairs) and merges overlapping ones, dropping empty ones.
 inline void merge(std::vector<std::pair<double, double>>& v) {
-  std::sort(v.begin(), v.end());
+  if (!std::is_sorted(v.begin(), v.end())) std::sort(v.begin(), v.end());
   std::size_t n = 0;
   for (const auto& x : v) {
     if (x.second <= x.first) continue;
@@ -117,15 +138,20 @@ inline double length(const std::vector<std::pair<double, double>>& merged) {
   return total;
 }
 
-/// The links communication op `o` of `p` loads, as indices into its rank's four (0 NVLink out,
-/// 1 NVLink in, 2 network out, 3 network in): a send the outgoing one, a receive the incoming one,
-/// a collective both; the network's when its transfer leaves the node. The simulator shares
-/// these links; the lower bound sums their busy time.
+/// The links a communication op of kind `kind` loads, as indices into its rank's four (0 NVLink
+/// out, 1 NVLink in, 2 network out, 3 network in): a send the outgoing one, a receive the incoming
+/// one, a collective both; the network's when its transfer leaves the node (`crosses_nodes`). The
+/// simulator shares these links; the lower bound sums their busy time.
+template <class F>
+void for_each_link(schedule::op_kind kind, bool crosses_nodes, F f) {
+  const std::size_t base = crosses_nodes ? 2 : 0;
+  if (kind != schedule::op_kind::recv) f(base);
+  if (kind != schedule::op_kind::send) f(base + 1);
+}
+/// The same for communication op `o` of `p`.
 template <class F>
 void for_each_link(const schedule::program& p, const schedule::op& o, int gpus_per_node, F f) {
-  const std::size_t base = schedule::crosses_nodes(p, o, gpus_per_node) ? 2 : 0;
-  if (o.kind != schedule::op_kind::recv) f(base);
-  if (o.kind != schedule::op_kind::send) f(base + 1);
+  for_each_link(o.kind, schedule::crosses_nodes(p, o, gpus_per_node), f);
 }
 
 /// What the event loop itself reads of the machine (the cost model reads the rest).
@@ -135,6 +161,59 @@ inline void check_machine(const machine& m) {
                                 "launch_us >= 0 (it has sms " + std::to_string(m.sms) + ", comm_sms " +
                                 std::to_string(m.comm_sms) + ", p2p_sms " + std::to_string(m.p2p_sms) +
                                 ", launch_us " + std::to_string(m.launch_us) + ")");
+}
+
+/// Builds `rs` for program `p` (which `structure_problems` accepts) with `queues` hardware queues:
+/// the ops' kinds, their predecessor counts and successor lists from `rank_order`, and each
+/// queue's ops.
+inline void build_rank(rank_state& rs, const schedule::program& p, std::size_t queues, int sms) {
+  const std::size_t n = p.ops.size();
+  if (n >= std::numeric_limits<std::uint32_t>::max())
+    throw std::length_error("simulate: rank " + std::to_string(p.rank) + " has " + std::to_string(n) +
+                            " ops; the event loop indexes them in 32 bits");
+  rs.ops.resize(n);
+  for (std::size_t i = 0; i < n; ++i) rs.ops[i].kind = p.ops[i].kind;
+  {
+    const schedule::rank_order order(p);
+    std::vector<std::uint32_t> count(n + 1, 0);
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto preds = order.predecessors(i);
+      rs.ops[i].waiting = static_cast<std::uint32_t>(preds.size());
+      for (const std::size_t j : preds) ++count[j + 1];
+    }
+    for (std::size_t i = 0; i < n; ++i) count[i + 1] += count[i];
+    rs.succ.resize(count[n]);
+    for (std::size_t i = 0; i < n; ++i) rs.ops[i].succ_begin = rs.ops[i].succ_end = count[i];
+    for (std::size_t i = 0; i < n; ++i)
+      for (const std::size_t j : order.predecessors(i)) rs.succ[rs.ops[j].succ_end++] = static_cast<std::uint32_t>(i);
+  }
+  if (queues > std::numeric_limits<std::uint16_t>::max())
+    throw std::length_error("simulate: rank " + std::to_string(p.rank) + " maps its streams onto " +
+                            std::to_string(queues) + " hardware queues; the event loop indexes at most 65535");
+  rs.queue_begin.assign(queues + 1, 0);
+  for (std::size_t i = 0; i < n; ++i)
+    if (rs.ops[i].kind != schedule::op_kind::host_sync) {
+      rs.ops[i].queue = static_cast<std::uint16_t>(static_cast<std::size_t>(p.ops[i].stream) % queues);
+      ++rs.queue_begin[rs.ops[i].queue + 1u];
+    }
+  for (std::size_t q = 0; q < queues; ++q) rs.queue_begin[q + 1] += rs.queue_begin[q];
+  rs.queue_ops.resize(rs.queue_begin[queues]);
+  {
+    std::vector<std::uint32_t> fill(rs.queue_begin.begin(), rs.queue_begin.end() - 1);
+    for (std::size_t i = 0; i < n; ++i)
+      if (rs.ops[i].kind != schedule::op_kind::host_sync)
+        rs.queue_ops[fill[rs.ops[i].queue]++] = static_cast<std::uint32_t>(i);
+  }
+  rs.head.assign(queues, 0);
+  rs.examine.assign(queues, 0);
+  rs.free_sms = sms;
+  rs.fixed_order = p.streams.size() <= queues;
+  if (rs.fixed_order) {  // queue q holds stream q
+    for (std::size_t q = 0; q < queues; ++q) rs.queue_order.push_back(q);
+    std::stable_sort(rs.queue_order.begin(), rs.queue_order.end(), [&](std::size_t a, std::size_t b) {
+      return a < p.streams.size() && b < p.streams.size() && p.streams[a].priority < p.streams[b].priority;
+    });
+  }
 }
 
 }  // namespace detail
@@ -175,28 +254,23 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
                                   ") " + std::to_string(us) + " us; a cost must be finite and >= 0");
     return us;
   };
-  std::vector<detail::rank_state> ranks;
-  ranks.reserve(programs.size());
+  std::vector<detail::rank_state> ranks(programs.size());
+  std::vector<std::size_t> timer_base(programs.size());  // rank's timer id of its op 0 (a compute op's end)
+  std::size_t total_ops = 0;
   for (std::size_t pi = 0; pi < programs.size(); ++pi) {
     const schedule::program& p = programs[pi];
-    detail::rank_state& rs = ranks.emplace_back(p);
-    rs.ops.resize(p.ops.size());
-    rs.queues.resize(std::max<std::size_t>(1, std::min<std::size_t>(p.streams.size(), connections)));
-    rs.head.assign(rs.queues.size(), 0);
-    rs.free_sms = m.sms;
-    rs.fixed_order = p.streams.size() <= rs.queues.size();
-    if (rs.fixed_order) {  // queue q holds stream q
-      for (std::size_t q = 0; q < rs.queues.size(); ++q) rs.queue_order.push_back(q);
-      std::stable_sort(rs.queue_order.begin(), rs.queue_order.end(), [&](std::size_t a, std::size_t b) {
-        return a < p.streams.size() && b < p.streams.size() && p.streams[a].priority < p.streams[b].priority;
-      });
-    }
+    detail::rank_state& rs = ranks[pi];
+    detail::build_rank(rs, p, std::max<std::size_t>(1, std::min<std::size_t>(p.streams.size(), connections)), m.sms);
+    timer_base[pi] = total_ops;
+    total_ops += p.ops.size();
   }
   const schedule::rendezvous_set matched = schedule::match_rendezvous(programs);
+  const std::size_t groups = matched.groups.size();
+  if (groups >= static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max()))
+    throw std::length_error("simulate: " + std::to_string(groups) + " rendezvous do not fit the event loop's 32-bit ids");
   // Unmatched ops keep group -1 and never complete; so does a group with a missing member.
-  for (std::size_t g = 0; g < matched.groups.size(); ++g)
-    for (const auto& member : matched.groups[g])
-      ranks[member.program].ops[member.op].group = static_cast<long>(g);
+  for (std::size_t g = 0; g < groups; ++g)
+    for (const auto& member : matched.groups[g]) ranks[member.program].ops[member.op].group = static_cast<std::int32_t>(g);
   // A group starts with every member present; with classes, absent members are their
   // representatives, present members of the group (class_problems).
   std::vector<char> present;
@@ -204,42 +278,83 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
     present.assign(static_cast<std::size_t>(opt.classes->world()), 0);
     for (const schedule::program& p : programs) present[static_cast<std::size_t>(p.rank)] = 1;
   }
-  std::vector<int> expected_size(matched.groups.size(), 0), group_size(matched.groups.size(), 0);
-  for (std::size_t g = 0; g < matched.groups.size(); ++g) {
+  // How many peers of a communication op sit on another node; a collective's count depends on
+  // its rank and communicator only, so it is worked out once per pair.
+  std::vector<std::vector<int>> off_node(programs.size());
+  for (std::size_t pi = 0; pi < programs.size(); ++pi) off_node[pi].assign(programs[pi].comms.size(), -1);
+  const auto off_node_peers = [&](std::size_t pi, const schedule::op& o) {
+    if (o.kind != op_kind::collective) return schedule::off_node_peers(programs[pi], o, m.gpus_per_node);
+    int& known = off_node[pi][static_cast<std::size_t>(o.comm)];
+    if (known < 0) known = schedule::off_node_peers(programs[pi], o, m.gpus_per_node);
+    return known;
+  };
+  // Per group: its members' expected count, its placement, and the links its transfer loads
+  // (links[link_begin[g] .. link_begin[g + 1]); per rank, NVLink out and in, network out and in,
+  // as detail::for_each_link says).
+  std::vector<int> expected_size(groups, 0), launched(groups, 0);
+  std::vector<placement> where(groups);
+  std::vector<std::size_t> link_begin(groups + 1, 0), links;
+  for (std::size_t g = 0; g < groups; ++g) {
     const auto& first = matched.groups[g].front();
     const schedule::op& o = programs[first.program].ops[first.op];
-    const std::vector<int>& members = programs[first.program].comms[o.comm].ranks;
-    group_size[g] = o.kind == op_kind::collective ? static_cast<int>(members.size()) : 2;
+    const std::vector<int>& members = programs[first.program].comms[static_cast<std::size_t>(o.comm)].ranks;
+    const int size = o.kind == op_kind::collective ? static_cast<int>(members.size()) : 2;
     expected_size[g] = o.kind == op_kind::collective && opt.classes
                            ? static_cast<int>(std::count_if(members.begin(), members.end(),
                                                             [&](int r) { return present[static_cast<std::size_t>(r)] != 0; }))
-                           : group_size[g];
+                           : size;
+    where[g] = placement{size, 0};
+    for (const auto& mem : matched.groups[g]) {
+      const schedule::op& mo = programs[mem.program].ops[mem.op];
+      const int off = off_node_peers(mem.program, mo);
+      where[g].off_node_peers = std::max(where[g].off_node_peers, off);
+      if (!opt.unlimited_resources)
+        detail::for_each_link(mo.kind, off > 0, [&](std::size_t l) { links.push_back(4 * mem.program + l); });
+    }
+    link_begin[g + 1] = links.size();
   }
 
-  // Links: per rank, NVLink out and in, network out and in (detail::for_each_link). The
-  // transfers in flight on a link share it equally:
-  // a transfer progresses at the smallest share among its links, and its end moves whenever a
-  // transfer on one of them starts or ends.
+  // Links: the transfers in flight on a link share it equally: a transfer progresses at the
+  // smallest share among its links, and its end moves whenever a transfer on one of them starts
+  // or ends.
   struct transfer {
     double work = 0;   ///< the bandwidth part of its time, at the full rate
     double left = 0;   ///< of which left, in microseconds at the full rate
     double rate = 1;   ///< its share now
     double since = 0;  ///< when `left` was last brought up to date (or its latency ends)
-    std::vector<std::size_t> links;
+    double end = never;
+    bool in_flight = false;  ///< on its links
   };
-  std::vector<transfer> transfers(matched.groups.size());
+  std::vector<transfer> transfers(groups);
   std::vector<std::vector<std::size_t>> on_link(4 * programs.size());  // groups in flight per link
-
-  using running_entry = std::tuple<double, std::size_t, std::size_t>;
-  std::priority_queue<running_entry, std::vector<running_entry>, std::greater<>> running;
-  // The first predecessor of op i that is not done, or -1.
-  const auto blocker = [&](std::size_t pi, std::size_t i) -> long {
-    for (const std::size_t j : ranks[pi].order.predecessors(i))
-      if (ranks[pi].ops[j].now != state::done) return static_cast<long>(j);
-    return -1;
+  const auto links_of = [&](std::size_t g) {
+    return std::span<const std::size_t>(links.data() + link_begin[g], link_begin[g + 1] - link_begin[g]);
   };
-  // Brings transfer g up to date at `t` and gives it its share now; its members end when its
-  // work is done at that rate.
+
+  // Timers: a compute op's end (rank's timer_base + op), a transfer's end (total_ops + group)
+  // and a rank's wake-up (total_ops + groups + rank: the host's issue of a queue head comes due,
+  // or a GEMM's wave ends).
+  detail::timer_queue timers(total_ops + groups + programs.size());
+  const std::size_t group_timers = total_ops, wake_timers = total_ops + groups;
+  const auto wake_up = [&](std::size_t pi, double at) { timers.set_earlier(wake_timers + pi, at); };
+
+  // Op i of rank pi is done: its successors have one predecessor fewer to wait for, and the
+  // queue of one that waits for none now has a head to look at.
+  const auto finish = [&](detail::rank_state& rs, std::size_t i) {
+    rs.ops[i].now = state::done;
+    for (std::uint32_t k = rs.ops[i].succ_begin; k < rs.ops[i].succ_end; ++k) {
+      detail::op_state& next = rs.ops[rs.succ[k]];
+      if (--next.waiting == 0 && next.kind != op_kind::host_sync) rs.examine[next.queue] = 1;
+    }
+  };
+  // The rank's SMs changed (some freed, or a kernel started whose SMs a communication kernel
+  // can take): the heads that wait for SMs are looked at again.
+  const auto sms_changed = [](detail::rank_state& rs) {
+    for (const std::size_t q : rs.sm_waiters) rs.examine[q] = 1;
+    rs.sm_waiters.clear();
+  };
+  // Brings transfer g up to date at `t` and gives it its share now; it ends when its work is
+  // done at that rate.
   const auto rerate = [&](std::size_t g, double t) {
     transfer& x = transfers[g];
     if (t > x.since) {  // past its latency: its work progressed at the old rate
@@ -247,92 +362,76 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
       x.since = t;
     }
     x.rate = 1;
-    for (const std::size_t l : x.links) x.rate = std::min(x.rate, 1.0 / static_cast<double>(on_link[l].size()));
-    const double end = x.since + x.left / x.rate;
-    for (const auto& mem : matched.groups[g]) {
-      ranks[mem.program].ops[mem.op].end = end;
-      running.emplace(end, mem.program, mem.op);  // an earlier entry is now stale and skipped
-    }
+    for (const std::size_t l : links_of(g)) x.rate = std::min(x.rate, 1.0 / static_cast<double>(on_link[l].size()));
+    x.end = x.since + x.left / x.rate;
+    timers.set(group_timers + g, x.end);
   };
-  // A transfer started or ended on `links` at `t`: every transfer in flight on one of them gets
-  // its new share.
+  // A transfer started or ended on `g_links` at `t`: every transfer in flight on one of them
+  // gets its new share.
   std::vector<std::size_t> touched;
-  const auto reshare = [&](const std::vector<std::size_t>& links, double t) {
+  const auto reshare = [&](std::span<const std::size_t> g_links, double t) {
     touched.clear();
-    for (const std::size_t l : links) touched.insert(touched.end(), on_link[l].begin(), on_link[l].end());
+    for (const std::size_t l : g_links) touched.insert(touched.end(), on_link[l].begin(), on_link[l].end());
     std::sort(touched.begin(), touched.end());
     touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
     for (const std::size_t h : touched) rerate(h, t);
   };
-  const auto start_group = [&](std::size_t g, double t) {
+  // A member of group g launched at `t`; the last one starts its transfer.
+  const auto launch = [&](std::size_t g, double t) {
     const auto& members = matched.groups[g];
-    if (static_cast<int>(members.size()) != expected_size[g] || !matched.disagreement[g].empty()) return false;
-    for (const auto& mem : members)
-      if (ranks[mem.program].ops[mem.op].now != state::launched) return false;
-    const schedule::program& first = programs[members.front().program];
-    const schedule::op& o = first.ops[members.front().op];
-    placement where{group_size[g], 0};
-    for (const auto& mem : members)
-      where.off_node_peers = std::max(where.off_node_peers,
-                                      schedule::off_node_peers(programs[mem.program], programs[mem.program].ops[mem.op],
-                                                               m.gpus_per_node));
-    const double us = checked(cost.comm_us(o, where), members.front().program, members.front().op);
-    const double latency = std::min(us, checked(cost.comm_latency_us(o, where), members.front().program, members.front().op));
+    if (static_cast<int>(members.size()) != expected_size[g] || !matched.disagreement[g].empty()) return;
+    if (++launched[g] < expected_size[g]) return;
+    const schedule::op& o = programs[members.front().program].ops[members.front().op];
+    const double us = checked(cost.comm_us(o, where[g]), members.front().program, members.front().op);
+    const double latency =
+        std::min(us, checked(cost.comm_latency_us(o, where[g]), members.front().program, members.front().op));
     for (const auto& mem : members) {
-      auto& s = ranks[mem.program].ops[mem.op];
-      s.now = state::running;
-      s.start = t;
+      ranks[mem.program].ops[mem.op].now = state::running;
+      ranks[mem.program].ops[mem.op].start = t;
     }
     transfer& x = transfers[g];
     x.work = x.left = us - latency;
     x.since = t + latency;
-    x.links.clear();
-    if (!opt.unlimited_resources)
-      for (const auto& mem : members)
-        detail::for_each_link(programs[mem.program], programs[mem.program].ops[mem.op], m.gpus_per_node,
-                              [&](std::size_t l) { x.links.push_back(4 * mem.program + l); });
-    for (const std::size_t l : x.links) on_link[l].push_back(g);
-    if (x.links.empty()) rerate(g, t);
-    else reshare(x.links, t);
-    return true;
+    x.in_flight = true;
+    for (const std::size_t l : links_of(g)) on_link[l].push_back(g);
+    if (links_of(g).empty()) rerate(g, t);
+    else reshare(links_of(g), t);
   };
 
   // A running compute op's SMs become `sms` at `t`: the work left runs at the new count's speed.
-  const auto resize = [&](std::size_t pi, std::size_t i, int sms, double t) {
-    detail::op_state& s = ranks[pi].ops[i];
-    s.done = std::min(1.0, s.done + (s.duration > 0 ? (t - s.since) / s.duration : 1.0));
-    s.since = t;
-    s.sms = sms;
-    s.duration = checked(cost.compute_us(programs[pi].ops[i], sms), pi, i);
-    s.wave = cost.wave_us(programs[pi].ops[i], sms);
-    s.end = t + (1 - s.done) * s.duration;
-    running.emplace(s.end, pi, i);  // the earlier entry is now stale and skipped
+  const auto resize = [&](std::size_t pi, detail::computing& c, int sms, double t) {
+    c.done = std::min(1.0, c.done + (c.duration > 0 ? (t - c.since) / c.duration : 1.0));
+    c.since = t;
+    c.sms = sms;
+    c.duration = checked(cost.compute_us(programs[pi].ops[c.op], sms), pi, c.op);
+    c.wave = cost.wave_us(programs[pi].ops[c.op], sms);
+    ranks[pi].ops[c.op].end = t + (1 - c.done) * c.duration;
+    timers.set(timer_base[pi] + c.op, ranks[pi].ops[c.op].end);
   };
   // When the first running compute op of the rank whose blocks hold SMs ends its current wave
   // (`t` if one is at a wave's end, or none has waves).
   const auto wave_end = [&](std::size_t pi, double t) {
     double first = never;
-    for (const std::size_t i : ranks[pi].running_compute) {
-      const detail::op_state& s = ranks[pi].ops[i];
-      if (s.wave <= 0) return t;
-      if (t - s.since < 1e-9) {  // blocks placed now (the op started or changed SMs) hold a whole wave
-        first = std::min(first, t + s.wave);
+    for (const detail::computing& c : ranks[pi].running) {
+      if (c.wave <= 0) return t;
+      if (t - c.since < 1e-9) {  // blocks placed now (the op started or changed SMs) hold a whole wave
+        first = std::min(first, t + c.wave);
         continue;
       }
-      const double left = std::fmod(s.end - t, s.wave);
-      first = std::min(first, left < 1e-6 * s.wave || s.wave - left < 1e-6 * s.wave ? t : t + left);
+      const double left = std::fmod(ranks[pi].ops[c.op].end - t, c.wave);
+      first = std::min(first, left < 1e-6 * c.wave || c.wave - left < 1e-6 * c.wave ? t : t + left);
     }
     return first == never ? t : first;
   };
   // Moves up to `count` SMs from the rank's running compute ops to its free pool.
   const auto take_sms = [&](std::size_t pi, int count, double t) {
     detail::rank_state& rs = ranks[pi];
-    for (const std::size_t i : rs.running_compute) {
+    for (detail::computing& c : rs.running) {
       if (count <= 0) break;
-      const int have = rs.ops[i].sms;
-      if (have < 2 || (m.persistent_gemms && rs.ops[i].wave > 0)) continue;
+      const int have = c.sms;
+      if (have < 2 || (m.persistent_gemms && c.wave > 0)) continue;
       const int taken = std::min(count, have - 1);
-      resize(pi, i, have - taken, t);
+      resize(pi, c, have - taken, t);
       rs.free_sms += taken;
       count -= taken;
     }
@@ -340,171 +439,230 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
   // Returns free SMs to the rank's running compute ops that were slowed, which speed up again.
   const auto give_back_sms = [&](std::size_t pi, double t) {
     detail::rank_state& rs = ranks[pi];
-    for (const std::size_t i : rs.running_compute) {
+    for (detail::computing& c : rs.running) {
       if (rs.free_sms <= 0) break;
-      const int have = rs.ops[i].sms;
+      const int have = c.sms;
       if (have >= m.sms) continue;
       const int given = std::min(rs.free_sms, m.sms - have);
       rs.free_sms -= given;
-      resize(pi, i, have + given, t);
+      resize(pi, c, have + given, t);
     }
   };
 
-  // Event loop. Only ranks that something happened to are examined: all of them at the start,
-  // then a rank when one of its ops completes or the host's issue of its next queue head comes
-  // due (a wake-up entry, op index `wake`, in the same queue of future times).
+  // Dispatches what rank pi can start at `t`: the host issues until a host sync whose work is
+  // not finished; each hardware queue dispatches its head while the head can start, the queues
+  // whose heads are on higher-priority streams first (the block scheduler serves pending work of
+  // higher-priority streams first when SMs free up).
+  const auto dispatch = [&](std::size_t pi, double t) {
+    const schedule::program& p = programs[pi];
+    detail::rank_state& rs = ranks[pi];
+    const std::size_t n = p.ops.size();
+    for (bool progressed = true; progressed;) {
+      progressed = false;
+      while (rs.next_issue < n) {
+        const std::size_t i = rs.next_issue;
+        detail::op_state& s = rs.ops[i];
+        if (s.kind == op_kind::host_sync) {
+          if (s.waiting > 0) break;
+          rs.host_time = std::max(rs.host_time, t);
+          s.start = s.end = rs.host_time;
+          finish(rs, i);
+        } else {
+          rs.host_time += m.launch_us;
+          s.issued_at = rs.host_time;
+          s.now = state::issued;
+          rs.examine[s.queue] = 1;
+        }
+        ++rs.next_issue;
+        progressed = true;
+      }
+      const auto head_op = [&](std::size_t q) { return rs.queue_ops[rs.queue_begin[q] + rs.head[q]]; };
+      const auto has_head = [&](std::size_t q) {
+        return rs.queue_begin[q] + rs.head[q] < rs.queue_begin[q + 1] && rs.ops[head_op(q)].now != state::pending;
+      };
+      if (!rs.fixed_order) {
+        rs.queue_order.clear();
+        for (std::size_t q = 0; q + 1 < rs.queue_begin.size(); ++q)
+          if (rs.examine[q] && has_head(q)) rs.queue_order.push_back(q);
+        if (rs.queue_order.size() > 1)
+          std::stable_sort(rs.queue_order.begin(), rs.queue_order.end(), [&](std::size_t a, std::size_t b) {
+            return p.streams[static_cast<std::size_t>(p.ops[head_op(a)].stream)].priority <
+                   p.streams[static_cast<std::size_t>(p.ops[head_op(b)].stream)].priority;
+          });
+      }
+      for (const std::size_t q : rs.queue_order) {
+        if (!rs.examine[q]) continue;
+        rs.examine[q] = 0;
+        const auto wait_for_sms = [&] {
+          if (std::find(rs.sm_waiters.begin(), rs.sm_waiters.end(), q) == rs.sm_waiters.end()) rs.sm_waiters.push_back(q);
+        };
+        while (has_head(q)) {
+          const std::size_t i = head_op(q);
+          detail::op_state& s = rs.ops[i];
+          if (s.issued_at > t) {
+            wake_up(pi, s.issued_at);
+            break;
+          }
+          if (s.waiting > 0) break;
+          const op_kind kind = s.kind;
+          if (kind == op_kind::record || kind == op_kind::wait) {
+            s.start = s.end = t;
+            finish(rs, i);
+          } else if (opt.unlimited_resources) {
+            if (kind == op_kind::compute) {
+              s.now = state::running;
+              s.start = t;
+              s.end = t + checked(cost.compute_us(p.ops[i], m.sms), pi, i);
+              timers.set(timer_base[pi] + i, s.end);
+            } else {
+              s.now = state::launched;
+              if (s.group >= 0) launch(static_cast<std::size_t>(s.group), t);
+            }
+          } else if (kind == op_kind::compute) {
+            if (rs.free_sms < 1) {
+              wait_for_sms();
+              break;
+            }
+            detail::computing c{i, rs.free_sms, 0, t, checked(cost.compute_us(p.ops[i], rs.free_sms), pi, i),
+                                cost.wave_us(p.ops[i], rs.free_sms)};
+            rs.free_sms = 0;
+            s.now = state::running;
+            s.start = t;
+            s.end = t + c.duration;
+            timers.set(timer_base[pi] + i, s.end);
+            rs.running.push_back(c);
+            sms_changed(rs);
+          } else {
+            // A communication kernel that finds the SMs taken gets them as the running
+            // kernels' blocks retire: a GEMM's at the end of its current wave (its hardware
+            // queue waits till then; the GEMM's later waves run on fewer SMs), a persistent
+            // GEMM's only at its end; other kernels' blocks are short and retire at once.
+            const int asked = p.ops[i].sms;
+            const int want = asked >= 0 ? asked : std::max(1, kind == op_kind::collective ? m.comm_sms : m.p2p_sms);
+            if (rs.free_sms < want) {
+              if (!m.persistent_gemms) {
+                const double retire = wave_end(pi, t);
+                if (retire > t) {
+                  wake_up(pi, retire);
+                  wait_for_sms();
+                  break;
+                }
+              }
+              take_sms(pi, want - rs.free_sms, t);
+            }
+            if (want > 0 && rs.free_sms < 1) {
+              wait_for_sms();
+              break;
+            }
+            s.sms = std::min(rs.free_sms, want);
+            rs.free_sms -= s.sms;
+            s.now = state::launched;
+            if (s.group >= 0) launch(static_cast<std::size_t>(s.group), t);
+          }
+          ++rs.head[q];
+          progressed = true;
+          // The op after the queue's new head is what this queue looks at after its next dispatch,
+          // many other ranks' events from now: start fetching its state and what its cost reads.
+          if (rs.queue_begin[q] + rs.head[q] + 1 < rs.queue_begin[q + 1]) {
+            const std::size_t later = rs.queue_ops[rs.queue_begin[q] + rs.head[q] + 1];
+            __builtin_prefetch(&rs.ops[later]);
+            __builtin_prefetch(&p.ops[later]);
+            __builtin_prefetch(&p.ops[later].memory_bytes);
+          }
+        }
+      }
+    }
+  };
+
+  // Op i of rank pi ends at `t` (a compute op, or a member of a transfer that ends).
+  const auto complete = [&](std::size_t pi, std::size_t i, double t) {
+    detail::rank_state& rs = ranks[pi];
+    rs.ops[i].end = t;
+    finish(rs, i);
+    const long g = rs.ops[i].group;
+    if (g >= 0 && transfers[static_cast<std::size_t>(g)].in_flight) {
+      // The transfer ends (for every member at once): its links are shared by fewer.
+      transfers[static_cast<std::size_t>(g)].in_flight = false;
+      for (const std::size_t l : links_of(static_cast<std::size_t>(g))) std::erase(on_link[l], static_cast<std::size_t>(g));
+      reshare(links_of(static_cast<std::size_t>(g)), t);
+    }
+    if (opt.unlimited_resources) return;
+    sms_changed(rs);
+    if (rs.ops[i].kind == op_kind::compute) {
+      const auto c = std::find_if(rs.running.begin(), rs.running.end(), [&](const detail::computing& x) { return x.op == i; });
+      rs.free_sms += c->sms;
+      rs.running.erase(c);
+    } else {
+      rs.free_sms += rs.ops[i].sms;
+      give_back_sms(pi, t);
+    }
+  };
+
+  // Event loop. Only ranks that something happened to are dispatched: all of them at the start,
+  // then a rank when one of its ops completes or its wake-up comes due. The events of one time
+  // run in (rank, op) order, a rank's wake-up after its ops, events that come due at that time
+  // while they run included.
   constexpr std::size_t wake = std::numeric_limits<std::size_t>::max();
   std::vector<char> dirty(programs.size(), 1);
   std::vector<std::size_t> work(programs.size());
   for (std::size_t pi = 0; pi < programs.size(); ++pi) work[pi] = programs.size() - 1 - pi;
+  const auto touch = [&](std::size_t pi) {
+    if (!dirty[pi]) work.push_back(pi);
+    dirty[pi] = 1;
+  };
+  // Upper bound of the rank whose ops' timers hold `id`.
+  const auto rank_of_timer = [&](std::size_t id) {
+    std::size_t lo = 0, hi = ranks.size();
+    while (hi - lo > 1) {
+      const std::size_t mid = (lo + hi) / 2;
+      if (timer_base[mid] <= id) lo = mid;
+      else hi = mid;
+    }
+    return lo;
+  };
+  using due = std::pair<std::size_t, std::size_t>;  // (rank, op or wake)
+  std::priority_queue<due, std::vector<due>, std::greater<>> now_due;
   double t = 0;
   for (;;) {
     while (!work.empty()) {
       const std::size_t pi = work.back();
       work.pop_back();
       dirty[pi] = 0;
-      for (bool progressed = true; progressed;) {
-        progressed = false;
-        const schedule::program& p = programs[pi];
-        detail::rank_state& rs = ranks[pi];
-        // The host issues until a host sync whose work is not finished.
-        while (rs.next_issue < p.ops.size()) {
-          const std::size_t i = rs.next_issue;
-          const schedule::op& o = p.ops[i];
-          if (o.kind == op_kind::host_sync) {
-            if (blocker(pi, i) >= 0) break;
-            rs.host_time = std::max(rs.host_time, t);
-            rs.ops[i].now = state::done;
-            rs.ops[i].start = rs.ops[i].end = rs.host_time;
-          } else {
-            rs.host_time += m.launch_us;
-            rs.ops[i].issued_at = rs.host_time;
-            rs.ops[i].now = state::issued;
-            rs.queues[static_cast<std::size_t>(o.stream) % rs.queues.size()].push_back(i);
-          }
-          ++rs.next_issue;
-          progressed = true;
-        }
-        // Each hardware queue dispatches its head while the head can start; the queues whose
-        // heads are on higher-priority streams first (the block scheduler serves pending work of
-        // higher-priority streams first when SMs free up).
-        if (!rs.fixed_order) {
-          rs.queue_order.clear();
-          for (std::size_t q = 0; q < rs.queues.size(); ++q)
-            if (rs.head[q] < rs.queues[q].size()) rs.queue_order.push_back(q);
-        }
-        if (!rs.fixed_order && rs.queue_order.size() > 1)
-          std::stable_sort(rs.queue_order.begin(), rs.queue_order.end(), [&](std::size_t a, std::size_t b) {
-            return p.streams[static_cast<std::size_t>(p.ops[rs.queues[a][rs.head[a]]].stream)].priority <
-                   p.streams[static_cast<std::size_t>(p.ops[rs.queues[b][rs.head[b]]].stream)].priority;
-          });
-        for (const std::size_t q : rs.queue_order) {
-          while (rs.head[q] < rs.queues[q].size()) {
-            const std::size_t i = rs.queues[q][rs.head[q]];
-            const schedule::op& o = p.ops[i];
-            detail::op_state& s = rs.ops[i];
-            if (s.issued_at > t) {
-              // One wake-up per rank and time: every pass over a blocked queue would add another.
-              if (rs.wake_at > s.issued_at) {
-                rs.wake_at = s.issued_at;
-                running.emplace(s.issued_at, pi, wake);
-              }
-              break;
-            }
-            if (blocker(pi, i) >= 0) break;
-            if (o.kind == op_kind::record || o.kind == op_kind::wait) {
-              s.now = state::done;
-              s.start = s.end = t;
-            } else if (opt.unlimited_resources) {
-              s.sms = 0;
-              if (o.kind == op_kind::compute) {
-                s.now = state::running;
-                s.start = t;
-                s.end = t + checked(cost.compute_us(o, m.sms), pi, i);
-                running.emplace(s.end, pi, i);
-              } else {
-                s.now = state::launched;
-                if (s.group >= 0) start_group(static_cast<std::size_t>(s.group), t);
-              }
-            } else if (o.kind == op_kind::compute) {
-              if (rs.free_sms < 1) break;
-              s.sms = rs.free_sms;
-              rs.free_sms = 0;
-              s.now = state::running;
-              s.start = s.since = t;
-              s.duration = checked(cost.compute_us(o, s.sms), pi, i);
-              s.wave = cost.wave_us(o, s.sms);
-              s.end = t + s.duration;
-              running.emplace(s.end, pi, i);
-              rs.running_compute.push_back(i);
-            } else {
-              // A communication kernel that finds the SMs taken gets them as the running
-              // kernels' blocks retire: a GEMM's at the end of its current wave (its hardware
-              // queue waits till then; the GEMM's later waves run on fewer SMs), a persistent
-              // GEMM's only at its end; other kernels' blocks are short and retire at once.
-              const int want =
-                  o.sms >= 0 ? o.sms : std::max(1, o.kind == op_kind::collective ? m.comm_sms : m.p2p_sms);
-              if (rs.free_sms < want) {
-                if (!m.persistent_gemms) {
-                  const double retire = wave_end(pi, t);
-                  if (retire > t) {
-                    running.emplace(retire, pi, wake);
-                    break;
-                  }
-                }
-                take_sms(pi, want - rs.free_sms, t);
-              }
-              if (want > 0 && rs.free_sms < 1) break;
-              s.sms = std::min(rs.free_sms, want);
-              rs.free_sms -= s.sms;
-              s.now = state::launched;
-              if (s.group >= 0) start_group(static_cast<std::size_t>(s.group), t);
-            }
-            ++rs.head[q];
-            progressed = true;
-          }
+      dispatch(pi, t);
+    }
+    if (timers.empty()) break;
+    t = timers.top_time();
+    for (;;) {
+      while (!timers.empty() && timers.top_time() <= t) {
+        const std::size_t id = timers.pop().second;
+        if (id < group_timers) {
+          const std::size_t pi = rank_of_timer(id);
+          now_due.emplace(pi, id - timer_base[pi]);
+        } else if (id < wake_timers) {
+          for (const auto& mem : matched.groups[id - group_timers]) now_due.emplace(mem.program, mem.op);
+        } else {
+          now_due.emplace(id - wake_timers, wake);
         }
       }
-    }
-
-    if (running.empty()) break;
-    t = std::get<0>(running.top());
-    while (!running.empty() && std::get<0>(running.top()) <= t) {
-      const auto [end, pi, i] = running.top();
-      running.pop();
-      const std::size_t rank_index = pi;  // clang 14 cannot capture a structured binding
-      const auto touch = [&] {
-        if (!dirty[rank_index]) work.push_back(rank_index);
-        dirty[rank_index] = 1;
-      };
-      if (i == wake) {
-        if (ranks[pi].wake_at <= t) ranks[pi].wake_at = never;
-        touch();
+      if (now_due.empty()) break;
+      const auto [pi, i] = now_due.top();
+      now_due.pop();
+      if (i == wake) {  // a head's issue came due, or a wave ended: every head is looked at
+        std::fill(ranks[pi].examine.begin(), ranks[pi].examine.end(), 1);
+        touch(pi);
         continue;
       }
-      auto& s = ranks[pi].ops[i];
-      if (s.now != state::running || s.end != end) continue;  // stale: its SMs changed since
-      s.now = state::done;
-      touch();
-      if (s.group >= 0 && !transfers[static_cast<std::size_t>(s.group)].links.empty()) {
-        // The transfer ends (for every member at once): its links are shared by fewer.
-        std::vector<std::size_t> links = std::move(transfers[static_cast<std::size_t>(s.group)].links);
-        transfers[static_cast<std::size_t>(s.group)].links.clear();
-        for (const std::size_t l : links) std::erase(on_link[l], static_cast<std::size_t>(s.group));
-        reshare(links, t);
-      }
-      if (opt.unlimited_resources) continue;
-      ranks[pi].free_sms += s.sms;
-      if (programs[pi].ops[i].kind == op_kind::compute)
-        std::erase(ranks[pi].running_compute, i);
-      else
-        give_back_sms(pi, t);
+      const detail::rank_state& rs = ranks[pi];
+      // Skipped: an op whose end moved (its SMs or its links' shares changed) since it came due.
+      if (rs.ops[i].now != state::running) continue;
+      const double end = rs.ops[i].group >= 0 ? transfers[static_cast<std::size_t>(rs.ops[i].group)].end : rs.ops[i].end;
+      if (end != t) continue;
+      touch(pi);
+      complete(pi, i, t);
     }
   }
 
   result out;
-  std::size_t total_ops = 0;
-  for (const auto& p : programs) total_ops += p.ops.size();
   out.intervals.reserve(total_ops);
   std::vector<std::string> blocked;
   for (std::size_t pi = 0; pi < programs.size(); ++pi) {
@@ -512,34 +670,45 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
     const detail::rank_state& rs = ranks[pi];
     std::vector<std::pair<double, double>> compute;
     schedule::per_family_array<std::vector<std::pair<double, double>>> comm;
+    std::optional<schedule::rank_order> order;  // for the wait-for graph only
     for (std::size_t i = 0; i < p.ops.size(); ++i) {
-      const schedule::op& o = p.ops[i];
-      const detail::op_state& s = rs.ops[i];
-      if (s.now != state::done) {
-        const std::string where =
+      const op_kind kind = rs.ops[i].kind;
+      if (rs.ops[i].now != state::done) {
+        const schedule::op& o = p.ops[i];
+        const std::string where_ =
             "rank " + std::to_string(p.rank) + " op " + std::to_string(i) + " (" + schedule::display_name(o) + ")";
         out.deadlock = true;
+        if (!order) order.emplace(p);
+        long blocker = -1;
+        for (const std::size_t j : order->predecessors(i))
+          if (rs.ops[j].now != state::done) {
+            blocker = static_cast<long>(j);
+            break;
+          }
+        const long g = rs.ops[i].group;
         std::string why;
-        if (o.kind == op_kind::host_sync)
+        if (kind == op_kind::host_sync)
           why = o.event < 0 ? "the host waits for earlier ops" : "the host waits for event " + std::to_string(o.event);
-        else if (s.now == state::pending) why = "not issued: the host is blocked at a host sync";
-        else if (s.now == state::launched)
-          why = s.group < 0 ? "launched; no rank issues its matching op"
-                : !matched.disagreement[static_cast<std::size_t>(s.group)].empty()
-                    ? "launched; its rendezvous never starts: " + matched.disagreement[static_cast<std::size_t>(s.group)]
+        else if (rs.ops[i].now == state::pending) why = "not issued: the host is blocked at a host sync";
+        else if (rs.ops[i].now == state::launched)
+          why = g < 0 ? "launched; no rank issues its matching op"
+                : !matched.disagreement[static_cast<std::size_t>(g)].empty()
+                    ? "launched; its rendezvous never starts: " + matched.disagreement[static_cast<std::size_t>(g)]
                     : "launched; waits for the other members of its rendezvous to launch";
-        else if (const long j = blocker(pi, i); j >= 0)
-          why = "waits for op " + std::to_string(j) + " (" + schedule::display_name(p.ops[static_cast<std::size_t>(j)]) + ")";
+        else if (blocker >= 0)
+          why = "waits for op " + std::to_string(blocker) + " (" + schedule::display_name(p.ops[static_cast<std::size_t>(blocker)]) + ")";
         else why = "waits behind the head of its hardware queue";
-        blocked.push_back(where + ": " + why);
+        blocked.push_back(where_ + ": " + why);
         continue;
       }
-      if (o.kind == op_kind::host_sync) continue;
-      out.intervals.push_back({p.rank, o.stream, static_cast<int>(i), s.start, s.end,
-                               s.group >= 0 ? transfers[static_cast<std::size_t>(s.group)].work : 0});
-      out.step_time_us = std::max(out.step_time_us, s.end);
-      if (o.kind == op_kind::compute) compute.emplace_back(s.start, s.end);
-      if (schedule::is_communication(o.kind)) comm[static_cast<std::size_t>(o.family())].emplace_back(s.start, s.end);
+      if (kind == op_kind::host_sync) continue;
+      const long g = rs.ops[i].group;
+      out.intervals.push_back({p.rank, p.ops[i].stream, static_cast<int>(i), rs.ops[i].start, rs.ops[i].end,
+                               g >= 0 ? transfers[static_cast<std::size_t>(g)].work : 0});
+      out.step_time_us = std::max(out.step_time_us, rs.ops[i].end);
+      if (kind == op_kind::compute) compute.emplace_back(rs.ops[i].start, rs.ops[i].end);
+      if (schedule::is_communication(kind))
+        comm[static_cast<std::size_t>(p.ops[i].family())].emplace_back(rs.ops[i].start, rs.ops[i].end);
     }
     detail::merge(compute);
     out.compute_us = std::max(out.compute_us, detail::length(compute));
