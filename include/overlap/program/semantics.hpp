@@ -70,6 +70,8 @@ inline std::vector<structure_problem> structure_problems(const program& p) {
   const std::size_t events = p.num_events < 0 ? 0 : static_cast<std::size_t>(p.num_events);
   std::vector<bool> recorded(events, false);
   std::unordered_set<int> started_groups;
+  std::vector<int> position(p.comms.size());  // this rank's place in each communicator, or -1
+  for (std::size_t c = 0; c < p.comms.size(); ++c) position[c] = member_index(p.comms[c], p.rank);
   for (std::size_t i = 0; i < p.ops.size(); ++i) {
     const op& o = p.ops[i];
     if (static_cast<unsigned>(o.kind) > static_cast<unsigned>(op_kind::host_sync)) {
@@ -98,7 +100,7 @@ inline std::vector<structure_problem> structure_problems(const program& p) {
         bad(i, structure_rule::comm, "communicator " + std::to_string(o.comm) + " does not exist");
       } else {
         const communicator& c = p.comms[static_cast<std::size_t>(o.comm)];
-        if (member_index(c, p.rank) < 0)
+        if (position[static_cast<std::size_t>(o.comm)] < 0)
           bad(i, structure_rule::comm, "rank " + std::to_string(p.rank) + " is not a member of communicator " + c.name);
         else if (o.kind != op_kind::collective &&
                  (!in(o.peer, c.ranks.size()) || c.ranks[static_cast<std::size_t>(o.peer)] == p.rank))
@@ -141,6 +143,7 @@ class rank_order {
     const std::size_t n = p.ops.size();
     first_.resize(n);
     last_.resize(n);
+    preds_.reserve(2 * n);  // most ops follow one op of their stream and one of their communicator
     for (std::size_t i = 0; i < n; ++i)
       first_[i] = i > 0 && p.ops[i].group >= 0 && p.ops[i - 1].group == p.ops[i].group ? first_[i - 1] : i;
     for (std::size_t i = n; i-- > 0;)
@@ -188,7 +191,7 @@ class rank_order {
 
  private:
   static void append(std::vector<std::size_t>& to, const std::vector<std::size_t>& from) {
-    to.insert(to.end(), from.begin(), from.end());
+    for (const std::size_t x : from) to.push_back(x);  // one or a few: cheaper than a range insert
   }
   /// The order of one stream or communicator: what its next op follows (one op, or all members
   /// of the group it last took), and what a group's later members follow (taken at its start).
@@ -210,10 +213,15 @@ class rank_order {
   };
   void close(std::vector<std::size_t>& mine) {
     if (mine.size() > 1) {
-      std::sort(mine.begin(), mine.end());
+      if (mine.size() <= 8) {  // the usual few: an insertion sort, not a call into std::sort
+        for (std::size_t a = 1; a < mine.size(); ++a)
+          for (std::size_t b = a; b > 0 && mine[b - 1] > mine[b]; --b) std::swap(mine[b - 1], mine[b]);
+      } else {
+        std::sort(mine.begin(), mine.end());
+      }
       mine.erase(std::unique(mine.begin(), mine.end()), mine.end());
     }
-    preds_.insert(preds_.end(), mine.begin(), mine.end());
+    append(preds_, mine);
     offsets_.push_back(preds_.size());
   }
 

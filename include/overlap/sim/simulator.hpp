@@ -406,7 +406,7 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
     c.duration = checked(cost.compute_us(programs[pi].ops[c.op], sms), pi, c.op);
     c.wave = cost.wave_us(programs[pi].ops[c.op], sms);
     ranks[pi].ops[c.op].end = t + (1 - c.done) * c.duration;
-    timers.set(timer_base[pi] + c.op, ranks[pi].ops[c.op].end);
+    timers.set(timer_base[pi] + c.op, ranks[pi].ops[c.op].end, static_cast<std::uint32_t>(pi));
   };
   // When the first running compute op of the rank whose blocks hold SMs ends its current wave
   // (`t` if one is at a wave's end, or none has waves).
@@ -513,7 +513,7 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
               s.now = state::running;
               s.start = t;
               s.end = t + checked(cost.compute_us(p.ops[i], m.sms), pi, i);
-              timers.set(timer_base[pi] + i, s.end);
+              timers.set(timer_base[pi] + i, s.end, static_cast<std::uint32_t>(pi));
             } else {
               s.now = state::launched;
               if (s.group >= 0) launch(static_cast<std::size_t>(s.group), t);
@@ -529,7 +529,7 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
             s.now = state::running;
             s.start = t;
             s.end = t + c.duration;
-            timers.set(timer_base[pi] + i, s.end);
+            timers.set(timer_base[pi] + i, s.end, static_cast<std::uint32_t>(pi));
             rs.running.push_back(c);
             sms_changed(rs);
           } else {
@@ -610,16 +610,6 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
     if (!dirty[pi]) work.push_back(pi);
     dirty[pi] = 1;
   };
-  // Upper bound of the rank whose ops' timers hold `id`.
-  const auto rank_of_timer = [&](std::size_t id) {
-    std::size_t lo = 0, hi = ranks.size();
-    while (hi - lo > 1) {
-      const std::size_t mid = (lo + hi) / 2;
-      if (timer_base[mid] <= id) lo = mid;
-      else hi = mid;
-    }
-    return lo;
-  };
   using due = std::pair<std::size_t, std::size_t>;  // (rank, op or wake)
   std::priority_queue<due, std::vector<due>, std::greater<>> now_due;
   double t = 0;
@@ -634,10 +624,9 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
     t = timers.top_time();
     for (;;) {
       while (!timers.empty() && timers.top_time() <= t) {
-        const std::size_t id = timers.pop().second;
+        const auto [time, id, rank] = timers.pop();
         if (id < group_timers) {
-          const std::size_t pi = rank_of_timer(id);
-          now_due.emplace(pi, id - timer_base[pi]);
+          now_due.emplace(rank, id - timer_base[rank]);
         } else if (id < wake_timers) {
           for (const auto& mem : matched.groups[id - group_timers]) now_due.emplace(mem.program, mem.op);
         } else {

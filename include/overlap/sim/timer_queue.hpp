@@ -2,14 +2,14 @@
 /// @file
 /// The simulator's queue of future times: an indexed binary min-heap in which each timer id
 /// (0 .. ids-1) holds at most one time. Setting a timer again moves it, so the queue never holds a
-/// stale entry and its size is bounded by the timers set, not by how often they change.
+/// stale entry and its size is bounded by the timers set, not by how often they change. A timer
+/// carries a 32-bit tag of its owner's choosing (the simulator's: the rank of an op's timer).
 
 #include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <stdexcept>
 #include <string>
-#include <utility>
 #include <vector>
 
 namespace overlap::sim::detail {
@@ -26,18 +26,25 @@ class timer_queue {
   double top_time() const { return heap_.front().time; }
   bool contains(std::size_t id) const { return pos_[id] != absent; }
 
+  struct fired {
+    double time;
+    std::size_t id;
+    std::uint32_t tag;
+  };
+
   /// Timer `id` fires at `time` (whether or not it was set, and whether earlier or later).
-  void set(std::size_t id, double time) {
+  void set(std::size_t id, double time, std::uint32_t tag = 0) {
     std::uint32_t at = pos_[id];
     if (at == absent) {
       at = static_cast<std::uint32_t>(heap_.size());
-      heap_.push_back({time, static_cast<std::uint32_t>(id)});
+      heap_.push_back({time, static_cast<std::uint32_t>(id), tag});
       pos_[id] = at;
       up(at);
       return;
     }
     const double old = heap_[at].time;
     heap_[at].time = time;
+    heap_[at].tag = tag;
     if (time < old) up(at);
     else down(at);
   }
@@ -45,8 +52,8 @@ class timer_queue {
   void set_earlier(std::size_t id, double time) {
     if (pos_[id] == absent || time < heap_[pos_[id]].time) set(id, time);
   }
-  /// Removes and returns the earliest timer (time, id); the queue must not be empty.
-  std::pair<double, std::size_t> pop() {
+  /// Removes and returns the earliest timer; the queue must not be empty.
+  fired pop() {
     const entry first = heap_.front();
     pos_[first.id] = absent;
     const entry last = heap_.back();
@@ -56,14 +63,14 @@ class timer_queue {
       pos_[last.id] = 0;
       down(0);
     }
-    return {first.time, first.id};
+    return {first.time, first.id, first.tag};
   }
 
  private:
   static constexpr std::uint32_t absent = std::numeric_limits<std::uint32_t>::max();
   struct entry {
     double time;
-    std::uint32_t id;
+    std::uint32_t id, tag;
   };
   void place(std::uint32_t at, entry e) {
     heap_[at] = e;
