@@ -2,8 +2,8 @@
 /// @file
 /// How long an op takes. The analytic default derives a GEMM's time from its tiles and waves on
 /// the SMs it gets (at the machine's achieved GEMM efficiency) plus its module's memory-bound
-/// kernels (norm, activation) at HBM bandwidth, core attention from its flops at a
-/// FlashAttention-class efficiency, other compute from flops or bytes (whichever bounds it), and
+/// kernels (norm, activation) at HBM bandwidth, routed experts' grouped GEMMs and core attention
+/// from their flops at their kernels' achieved efficiency, other compute from flops or bytes (whichever bounds it), and
 /// communication from ring / all-to-all / p2p formulas over the links its members actually use.
 /// A user replaces it (for example with measured per-op times) by deriving from `cost_model`.
 
@@ -43,6 +43,9 @@ class cost_model {
       return static_cast<double>(ceil_div(tiles, std::max(1, sms))) * wave + memory;
     }
     double efficiency = m.gemm_efficiency;
+    if (o.key.type == schedule::op_type::experts_fprop || o.key.type == schedule::op_type::experts_dgrad ||
+        o.key.type == schedule::op_type::experts_wgrad)
+      efficiency = m.grouped_gemm_efficiency;
     if (o.key.type == schedule::op_type::attn_core_fprop) efficiency = m.attention_forward_efficiency;
     if (o.key.type == schedule::op_type::attn_core_bprop) efficiency = m.attention_backward_efficiency;
     return std::max(o.flops / (m.peak_flops_per_us * share * efficiency), memory);

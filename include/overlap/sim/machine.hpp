@@ -30,6 +30,8 @@ struct machine {
   /// GEMM holds the SMs it started on until it ends and another kernel gets them only then (false:
   /// its blocks retire at the end of each wave and free SMs go to whoever waits).
   bool persistent_gemms = false;
+  /// Routed experts' grouped GEMMs (all local experts in one kernel), by their flops.
+  double grouped_gemm_efficiency = 1;
   double attention_forward_efficiency = 1;   ///< core attention (FlashAttention-class), forward
   double attention_backward_efficiency = 1;  ///< and backward (2.5 forwards of flops)
   double memory_efficiency = 1;     ///< achieved fraction of HBM bandwidth by memory-bound kernels
@@ -52,12 +54,19 @@ struct machine {
 ///   communication kernel launched after a GEMM on another hardware queue waits for the GEMM's end;
 ///   Megatron asserts CUDA_DEVICE_MAX_CONNECTIONS=1 for TP/CP overlap before Blackwell and says the
 ///   requirement "no longer exists since the Blackwell architecture" (arguments.py).
+/// - Routed experts: a fused MoE forward of grouped GEMMs (torch._grouped_mm, CUTLASS) reaches
+///   242.1 TFLOP/s on H100 at Qwen3-30B-A3B's shape (32,768 tokens, hidden 2048, expert FFN 768,
+///   128 experts, top-8; the Triton kernel 215.1): ByteDance-Seed/VeOmni PR #460. 0.245 of peak. A
+///   tuned Triton kernel with fused SwiGLU reaches 413 forward+backward at that shape
+///   (linkedin/Liger-Kernel PR #1294): the figure is the library kernels', not the best known. One
+///   figure for every expert shape: no sweep over shapes was found.
 /// - Attention: FlashAttention-3, causal, head dim 128, 4k tokens, bf16: forward 1237 us and
 ///   backward 4643 us for B 4, H 48 (meta-pytorch/tritonbench PR #1267), i.e. ~667 and ~444
 ///   TFLOP/s with the backward counted as 2.5 forwards (Dao-AILab/flash-attention issue #1525):
 ///   0.675 and 0.449 of peak.
-/// - Memory-bound kernels: up to 3,000 GB/s on the 3.35 TB/s HBM3 of an H800 SXM5 (FlashMLA
-///   README), 0.9. No public STREAM figure for H100 or H200 was found.
+/// - Memory-bound kernels: STREAM on an H100 80GB (Azure ND H100 v5) copies at 2.90 TB/s and runs
+///   Triad at 2.97 of 3.35 (samuel-bohman/AI-benchmarking-guide, Azure_Results); up to 3,000 GB/s
+///   on the same HBM3 of an H800 SXM5 (FlashMLA README): 0.9. No public H200 figure was found.
 /// - NVLink: ring collectives inside a node reach ~360 GB/s bus bandwidth ("exactly what we'd
 ///   expect on H100", NVIDIA/nccl-tests issue #326; ~370 in issue #212); NCCL send/recv between
 ///   two GPUs plateaus at ~180 GB/s (nccl-tests issue #268, a user's measurement); copy-engine
@@ -87,6 +96,7 @@ inline machine h100_node() {
                  .gemm_tile_m = 128,
                  .gemm_tile_n = 256,
                  .persistent_gemms = true,
+                 .grouped_gemm_efficiency = 0.245,
                  .attention_forward_efficiency = 0.675,
                  .attention_backward_efficiency = 0.449,
                  .memory_efficiency = 0.9,
