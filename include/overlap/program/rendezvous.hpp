@@ -76,19 +76,55 @@ inline std::vector<match_problem> step_problems(const std::vector<program>& prog
 /// `step_problems` must be empty).
 inline rendezvous_set match_rendezvous(const std::vector<program>& programs) {
   rendezvous_set out;
-  std::map<std::string, std::map<int, std::vector<op_ref>>> collectives;  // name -> rank -> ops
-  std::map<std::tuple<std::string, int, int>, std::vector<op_ref>> sends, recvs;  // (name, from, to)
-  std::map<std::string, std::vector<int>> members;
+  // Communicator names, numbered in name order once per program and communicator (not compared
+  // as strings per op): the groups come out in the order of the names, as the maps below sort.
+  std::map<std::string, int> numbered;
+  for (const program& p : programs)
+    for (const communicator& c : p.comms) numbered.emplace(c.name, 0);
+  std::vector<std::string> names;
+  names.reserve(numbered.size());
+  for (auto& [name, number] : numbered) {
+    number = static_cast<int>(names.size());
+    names.push_back(name);
+  }
+  std::vector<std::vector<int>> members(names.size());  // as the first program holding it lists them
+  std::vector<char> seen(names.size(), 0);
+  std::vector<std::map<int, std::vector<op_ref>>> collectives(names.size());  // name -> rank -> ops
+  std::map<std::tuple<int, int, int>, std::vector<op_ref>> sends, recvs;      // (name, from, to)
+  // Per program, each communicator's list of this rank's collectives and, per peer, of its sends
+  // and receives: looked up once, not per op.
+  std::vector<int> number_of;
+  std::vector<std::vector<op_ref>*> own;
+  std::vector<std::vector<std::vector<op_ref>*>> to, from;
   for (std::size_t pi = 0; pi < programs.size(); ++pi) {
     const program& p = programs[pi];
+    number_of.resize(p.comms.size());
+    for (std::size_t c = 0; c < p.comms.size(); ++c) number_of[c] = numbered.find(p.comms[c].name)->second;
+    own.assign(p.comms.size(), nullptr);
+    to.assign(p.comms.size(), {});
+    from.assign(p.comms.size(), {});
     for (std::size_t i = 0; i < p.ops.size(); ++i) {
       const op& o = p.ops[i];
       if (!is_communication(o.kind)) continue;
-      const communicator& c = p.comms[o.comm];
-      members.emplace(c.name, c.ranks);
-      if (o.kind == op_kind::collective) collectives[c.name][p.rank].push_back({pi, i});
-      if (o.kind == op_kind::send) sends[{c.name, p.rank, c.ranks[o.peer]}].push_back({pi, i});
-      if (o.kind == op_kind::recv) recvs[{c.name, c.ranks[o.peer], p.rank}].push_back({pi, i});
+      const auto comm = static_cast<std::size_t>(o.comm);
+      const communicator& c = p.comms[comm];
+      const int name = number_of[comm];
+      if (!seen[static_cast<std::size_t>(name)]) {
+        seen[static_cast<std::size_t>(name)] = 1;
+        members[static_cast<std::size_t>(name)] = c.ranks;
+      }
+      if (o.kind == op_kind::collective) {
+        if (!own[comm]) own[comm] = &collectives[static_cast<std::size_t>(name)][p.rank];
+        own[comm]->push_back({pi, i});
+        continue;
+      }
+      const bool send = o.kind == op_kind::send;
+      auto& lists = send ? to[comm] : from[comm];
+      lists.resize(c.ranks.size(), nullptr);
+      auto& list = lists[static_cast<std::size_t>(o.peer)];
+      const int peer = c.ranks[static_cast<std::size_t>(o.peer)];
+      if (!list) list = send ? &sends[{name, p.rank, peer}] : &recvs[{name, peer, p.rank}];
+      list->push_back({pi, i});
     }
   }
   const auto at = [&](op_ref r) -> const op& { return programs[r.program].ops[r.op]; };
@@ -97,14 +133,16 @@ inline rendezvous_set match_rendezvous(const std::vector<program>& programs) {
     out.problems.push_back({rank, static_cast<int>(op_index), std::move(why)});
   };
 
-  for (const auto& [name, by_rank] : collectives) {
+  for (std::size_t number = 0; number < names.size(); ++number) {
+    const std::string& name = names[number];
+    const std::map<int, std::vector<op_ref>>& by_rank = collectives[number];
     std::size_t length = 0;
     for (const auto& [rank, list] : by_rank)
       if (list.size() > length) length = list.size();
     for (std::size_t k = 0; k < length; ++k) {
       std::vector<op_ref> group;
       std::string disagrees;
-      for (const int r : members[name]) {
+      for (const int r : members[number]) {
         const auto it = by_rank.find(r);
         const std::size_t have = it == by_rank.end() ? 0 : it->second.size();
         if (k >= have) {
@@ -149,7 +187,7 @@ inline rendezvous_set match_rendezvous(const std::vector<program>& programs) {
     for (std::size_t k = 0; k < list.size(); ++k) {
       if (k >= matched) {
         problem(rank_of(list[k]), static_cast<long>(list[k].op),
-                "send #" + std::to_string(k) + " on " + std::get<0>(key) +
+                "send #" + std::to_string(k) + " on " + names[static_cast<std::size_t>(std::get<0>(key))] +
                     " has no matching recv (hang)");
         continue;
       }
@@ -160,7 +198,7 @@ inline rendezvous_set match_rendezvous(const std::vector<program>& programs) {
                     std::to_string(at(peer).bytes) + " bytes on rank " + std::to_string(rank_of(peer));
         problem(rank_of(list[k]), static_cast<long>(list[k].op), disagrees);
         disagrees = "ranks " + std::to_string(rank_of(list[k])) + " and " + std::to_string(rank_of(peer)) +
-                    " disagree on send/recv #" + std::to_string(k) + " on " + std::get<0>(key) + ": " + disagrees;
+                    " disagree on send/recv #" + std::to_string(k) + " on " + names[static_cast<std::size_t>(std::get<0>(key))] + ": " + disagrees;
       }
       out.groups.push_back({list[k], peer});
       out.disagreement.push_back(std::move(disagrees));
@@ -171,7 +209,7 @@ inline rendezvous_set match_rendezvous(const std::vector<program>& programs) {
     const std::size_t matched = it == sends.end() ? 0 : it->second.size();
     for (std::size_t k = matched; k < list.size(); ++k)
       problem(rank_of(list[k]), static_cast<long>(list[k].op),
-              "recv #" + std::to_string(k) + " on " + std::get<0>(key) +
+              "recv #" + std::to_string(k) + " on " + names[static_cast<std::size_t>(std::get<0>(key))] +
                   " has no matching send (hang)");
   }
   return out;
