@@ -85,17 +85,23 @@ struct op_state {
   state now = state::pending;
 };
 
+/// One hardware queue of a rank: its ops are queue_ops[next .. end), the head at `next`.
+struct hardware_queue {
+  std::uint32_t next = 0, end = 0;
+  /// Whether its head may have become able to start since it was last looked at (it was issued,
+  /// its last predecessor finished, SMs freed up, or a wake-up came): only those heads are looked
+  /// at, not every head on every event.
+  bool examine = false;
+};
+
 /// One rank's state.
 struct rank_state {
   std::vector<op_state> ops;  ///< in issue order
   std::vector<std::uint32_t> succ;
-  /// Each hardware queue's ops in issue order: queue_ops[queue_begin[q] + k], the next at head[q].
-  std::vector<std::uint32_t> queue_begin, queue_ops;
-  std::vector<std::size_t> head;
-  /// Per queue: whether its head may have become able to start since it was last looked at (it
-  /// was issued, its last predecessor finished, SMs freed up, or a wake-up came): only those
-  /// heads are looked at, not every head on every event.
-  std::vector<char> examine;
+  /// The hardware queues' ops in issue order, queue after queue.
+  std::vector<std::uint32_t> queue_ops;
+  std::vector<hardware_queue> queues;
+  std::size_t examining = 0;  ///< queues whose `examine` is set
   std::vector<std::size_t> sm_waiters;      ///< queues whose head waits for SMs
   std::vector<computing> running;           ///< compute ops now running, in start order
   std::vector<std::size_t> queue_order;     ///< hardware queues in dispatch order
@@ -190,22 +196,21 @@ inline void build_rank(rank_state& rs, const schedule::program& p, std::size_t q
   if (queues > std::numeric_limits<std::uint16_t>::max())
     throw std::length_error("simulate: rank " + std::to_string(p.rank) + " maps its streams onto " +
                             std::to_string(queues) + " hardware queues; the event loop indexes at most 65535");
-  rs.queue_begin.assign(queues + 1, 0);
+  rs.queues.assign(queues, {});
   for (std::size_t i = 0; i < n; ++i)
     if (rs.ops[i].kind != schedule::op_kind::host_sync) {
       rs.ops[i].queue = static_cast<std::uint16_t>(static_cast<std::size_t>(p.ops[i].stream) % queues);
-      ++rs.queue_begin[rs.ops[i].queue + 1u];
+      ++rs.queues[rs.ops[i].queue].end;  // its size, for now
     }
-  for (std::size_t q = 0; q < queues; ++q) rs.queue_begin[q + 1] += rs.queue_begin[q];
-  rs.queue_ops.resize(rs.queue_begin[queues]);
-  {
-    std::vector<std::uint32_t> fill(rs.queue_begin.begin(), rs.queue_begin.end() - 1);
-    for (std::size_t i = 0; i < n; ++i)
-      if (rs.ops[i].kind != schedule::op_kind::host_sync)
-        rs.queue_ops[fill[rs.ops[i].queue]++] = static_cast<std::uint32_t>(i);
+  std::uint32_t at = 0;
+  for (hardware_queue& q : rs.queues) {
+    q.next = at;
+    at += q.end;
+    q.end = q.next;  // filled below
   }
-  rs.head.assign(queues, 0);
-  rs.examine.assign(queues, 0);
+  rs.queue_ops.resize(at);
+  for (std::size_t i = 0; i < n; ++i)
+    if (rs.ops[i].kind != schedule::op_kind::host_sync) rs.queue_ops[rs.queues[rs.ops[i].queue].end++] = static_cast<std::uint32_t>(i);
   rs.free_sms = sms;
   rs.fixed_order = p.streams.size() <= queues;
   if (rs.fixed_order) {  // queue q holds stream q
@@ -338,19 +343,23 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
   const std::size_t group_timers = total_ops, wake_timers = total_ops + groups;
   const auto wake_up = [&](std::size_t pi, double at) { timers.set_earlier(wake_timers + pi, at); };
 
+  const auto examine = [](detail::rank_state& rs, std::size_t q) {
+    rs.examining += !rs.queues[q].examine;
+    rs.queues[q].examine = true;
+  };
   // Op i of rank pi is done: its successors have one predecessor fewer to wait for, and the
   // queue of one that waits for none now has a head to look at.
   const auto finish = [&](detail::rank_state& rs, std::size_t i) {
     rs.ops[i].now = state::done;
     for (std::uint32_t k = rs.ops[i].succ_begin; k < rs.ops[i].succ_end; ++k) {
       detail::op_state& next = rs.ops[rs.succ[k]];
-      if (--next.waiting == 0 && next.kind != op_kind::host_sync) rs.examine[next.queue] = 1;
+      if (--next.waiting == 0 && next.kind != op_kind::host_sync) examine(rs, next.queue);
     }
   };
   // The rank's SMs changed (some freed, or a kernel started whose SMs a communication kernel
   // can take): the heads that wait for SMs are looked at again.
-  const auto sms_changed = [](detail::rank_state& rs) {
-    for (const std::size_t q : rs.sm_waiters) rs.examine[q] = 1;
+  const auto sms_changed = [&](detail::rank_state& rs) {
+    for (const std::size_t q : rs.sm_waiters) examine(rs, q);
     rs.sm_waiters.clear();
   };
   // Brings transfer g up to date at `t` and gives it its share now; it ends when its work is
@@ -471,19 +480,20 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
           rs.host_time += m.launch_us;
           s.issued_at = rs.host_time;
           s.now = state::issued;
-          rs.examine[s.queue] = 1;
+          examine(rs, s.queue);
         }
         ++rs.next_issue;
         progressed = true;
       }
-      const auto head_op = [&](std::size_t q) { return rs.queue_ops[rs.queue_begin[q] + rs.head[q]]; };
+      if (rs.examining == 0) break;  // no head to look at: nothing can start
+      const auto head_op = [&](std::size_t q) { return rs.queue_ops[rs.queues[q].next]; };
       const auto has_head = [&](std::size_t q) {
-        return rs.queue_begin[q] + rs.head[q] < rs.queue_begin[q + 1] && rs.ops[head_op(q)].now != state::pending;
+        return rs.queues[q].next < rs.queues[q].end && rs.ops[head_op(q)].now != state::pending;
       };
       if (!rs.fixed_order) {
         rs.queue_order.clear();
-        for (std::size_t q = 0; q + 1 < rs.queue_begin.size(); ++q)
-          if (rs.examine[q] && has_head(q)) rs.queue_order.push_back(q);
+        for (std::size_t q = 0; q < rs.queues.size(); ++q)
+          if (rs.queues[q].examine && has_head(q)) rs.queue_order.push_back(q);
         if (rs.queue_order.size() > 1)
           std::stable_sort(rs.queue_order.begin(), rs.queue_order.end(), [&](std::size_t a, std::size_t b) {
             return p.streams[static_cast<std::size_t>(p.ops[head_op(a)].stream)].priority <
@@ -491,8 +501,9 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
           });
       }
       for (const std::size_t q : rs.queue_order) {
-        if (!rs.examine[q]) continue;
-        rs.examine[q] = 0;
+        if (!rs.queues[q].examine) continue;
+        rs.queues[q].examine = false;
+        --rs.examining;
         const auto wait_for_sms = [&] {
           if (std::find(rs.sm_waiters.begin(), rs.sm_waiters.end(), q) == rs.sm_waiters.end()) rs.sm_waiters.push_back(q);
         };
@@ -559,12 +570,12 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
             s.now = state::launched;
             if (s.group >= 0) launch(static_cast<std::size_t>(s.group), t);
           }
-          ++rs.head[q];
+          ++rs.queues[q].next;
           progressed = true;
           // The op after the queue's new head is what this queue looks at after its next dispatch,
           // many other ranks' events from now: start fetching its state and what its cost reads.
-          if (rs.queue_begin[q] + rs.head[q] + 1 < rs.queue_begin[q + 1]) {
-            const std::size_t later = rs.queue_ops[rs.queue_begin[q] + rs.head[q] + 1];
+          if (rs.queues[q].next + 1 < rs.queues[q].end) {
+            const std::size_t later = rs.queue_ops[rs.queues[q].next + 1];
             __builtin_prefetch(&rs.ops[later]);
             __builtin_prefetch(&p.ops[later]);
             __builtin_prefetch(&p.ops[later].memory_bytes);
@@ -637,7 +648,7 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
       const auto [pi, i] = now_due.top();
       now_due.pop();
       if (i == wake) {  // a head's issue came due, or a wave ended: every head is looked at
-        std::fill(ranks[pi].examine.begin(), ranks[pi].examine.end(), 1);
+        for (std::size_t q = 0; q < ranks[pi].queues.size(); ++q) examine(ranks[pi], q);
         touch(pi);
         continue;
       }
