@@ -341,7 +341,16 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
   // or a GEMM's wave ends).
   detail::timer_queue timers(total_ops + groups + programs.size());
   const std::size_t group_timers = total_ops, wake_timers = total_ops + groups;
-  const auto wake_up = [&](std::size_t pi, double at) { timers.set_earlier(wake_timers + pi, at); };
+  // Events of one time run in (rank, op) order, a rank's wake-up after its ops; a transfer's end
+  // at its first member's place (its members then join the order one by one).
+  constexpr std::size_t wake = std::numeric_limits<std::uint32_t>::max();
+  const auto order_of = [](std::size_t pi, std::size_t i) { return std::uint64_t{pi} << 32 | i; };
+  std::vector<std::uint64_t> group_order(groups);
+  for (std::size_t g = 0; g < groups; ++g) {
+    group_order[g] = std::numeric_limits<std::uint64_t>::max();
+    for (const auto& mem : matched.groups[g]) group_order[g] = std::min(group_order[g], order_of(mem.program, mem.op));
+  }
+  const auto wake_up = [&](std::size_t pi, double at) { timers.set_earlier(wake_timers + pi, at, order_of(pi, wake)); };
 
   const auto examine = [](detail::rank_state& rs, std::size_t q) {
     rs.examining += !rs.queues[q].examine;
@@ -373,7 +382,7 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
     x.rate = 1;
     for (const std::size_t l : links_of(g)) x.rate = std::min(x.rate, 1.0 / static_cast<double>(on_link[l].size()));
     x.end = x.since + x.left / x.rate;
-    timers.set(group_timers + g, x.end);
+    timers.set(group_timers + g, x.end, group_order[g]);
   };
   // A transfer started or ended on `g_links` at `t`: every transfer in flight on one of them
   // gets its new share.
@@ -415,7 +424,7 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
     c.duration = checked(cost.compute_us(programs[pi].ops[c.op], sms), pi, c.op);
     c.wave = cost.wave_us(programs[pi].ops[c.op], sms);
     ranks[pi].ops[c.op].end = t + (1 - c.done) * c.duration;
-    timers.set(timer_base[pi] + c.op, ranks[pi].ops[c.op].end, static_cast<std::uint32_t>(pi));
+    timers.set(timer_base[pi] + c.op, ranks[pi].ops[c.op].end, order_of(pi, c.op));
   };
   // When the first running compute op of the rank whose blocks hold SMs ends its current wave
   // (`t` if one is at a wave's end, or none has waves).
@@ -524,7 +533,7 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
               s.now = state::running;
               s.start = t;
               s.end = t + checked(cost.compute_us(p.ops[i], m.sms), pi, i);
-              timers.set(timer_base[pi] + i, s.end, static_cast<std::uint32_t>(pi));
+              timers.set(timer_base[pi] + i, s.end, order_of(pi, i));
             } else {
               s.now = state::launched;
               if (s.group >= 0) launch(static_cast<std::size_t>(s.group), t);
@@ -540,7 +549,7 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
             s.now = state::running;
             s.start = t;
             s.end = t + c.duration;
-            timers.set(timer_base[pi] + i, s.end, static_cast<std::uint32_t>(pi));
+            timers.set(timer_base[pi] + i, s.end, order_of(pi, i));
             rs.running.push_back(c);
             sms_changed(rs);
           } else {
@@ -611,9 +620,7 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
 
   // Event loop. Only ranks that something happened to are dispatched: all of them at the start,
   // then a rank when one of its ops completes or its wake-up comes due. The events of one time
-  // run in (rank, op) order, a rank's wake-up after its ops, events that come due at that time
-  // while they run included.
-  constexpr std::size_t wake = std::numeric_limits<std::size_t>::max();
+  // run in (rank, op) order, events that come due at that time while they run included.
   std::vector<char> dirty(programs.size(), 1);
   std::vector<std::size_t> work(programs.size());
   for (std::size_t pi = 0; pi < programs.size(); ++pi) work[pi] = programs.size() - 1 - pi;
@@ -621,8 +628,23 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
     if (!dirty[pi]) work.push_back(pi);
     dirty[pi] = 1;
   };
-  using due = std::pair<std::size_t, std::size_t>;  // (rank, op or wake)
-  std::priority_queue<due, std::vector<due>, std::greater<>> now_due;
+  // What comes due at `t` for rank pi: its op i ends, or (i == wake) its wake-up.
+  const auto come_due = [&](std::size_t pi, std::size_t i, double t) {
+    if (i == wake) {  // a head's issue came due, or a wave ended: every head is looked at
+      for (std::size_t q = 0; q < ranks[pi].queues.size(); ++q) examine(ranks[pi], q);
+      touch(pi);
+      return;
+    }
+    const detail::rank_state& rs = ranks[pi];
+    // Skipped: an op whose end moved (its SMs or its links' shares changed) since it came due.
+    if (rs.ops[i].now != state::running) return;
+    const double end = rs.ops[i].group >= 0 ? transfers[static_cast<std::size_t>(rs.ops[i].group)].end : rs.ops[i].end;
+    if (end != t) return;
+    touch(pi);
+    complete(pi, i, t);
+  };
+  // The members of transfers that ended at `t`, in (rank, op) order, merged with the timers'.
+  std::priority_queue<std::uint64_t, std::vector<std::uint64_t>, std::greater<>> members_due;
   double t = 0;
   for (;;) {
     while (!work.empty()) {
@@ -634,31 +656,22 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
     if (timers.empty()) break;
     t = timers.top_time();
     for (;;) {
-      while (!timers.empty() && timers.top_time() <= t) {
-        const auto [time, id, rank] = timers.pop();
-        if (id < group_timers) {
-          now_due.emplace(rank, id - timer_base[rank]);
-        } else if (id < wake_timers) {
-          for (const auto& mem : matched.groups[id - group_timers]) now_due.emplace(mem.program, mem.op);
-        } else {
-          now_due.emplace(id - wake_timers, wake);
+      const bool timer = !timers.empty() && timers.top_time() <= t &&
+                         (members_due.empty() || timers.top_order() < members_due.top());
+      if (!timer && members_due.empty()) break;
+      std::uint64_t order = 0;
+      if (timer) {
+        const auto fired = timers.pop();
+        if (fired.id >= group_timers && fired.id < wake_timers) {
+          for (const auto& mem : matched.groups[fired.id - group_timers]) members_due.push(order_of(mem.program, mem.op));
+          continue;
         }
+        order = fired.order;
+      } else {
+        order = members_due.top();
+        members_due.pop();
       }
-      if (now_due.empty()) break;
-      const auto [pi, i] = now_due.top();
-      now_due.pop();
-      if (i == wake) {  // a head's issue came due, or a wave ended: every head is looked at
-        for (std::size_t q = 0; q < ranks[pi].queues.size(); ++q) examine(ranks[pi], q);
-        touch(pi);
-        continue;
-      }
-      const detail::rank_state& rs = ranks[pi];
-      // Skipped: an op whose end moved (its SMs or its links' shares changed) since it came due.
-      if (rs.ops[i].now != state::running) continue;
-      const double end = rs.ops[i].group >= 0 ? transfers[static_cast<std::size_t>(rs.ops[i].group)].end : rs.ops[i].end;
-      if (end != t) continue;
-      touch(pi);
-      complete(pi, i, t);
+      come_due(static_cast<std::size_t>(order >> 32), static_cast<std::size_t>(order & 0xffffffffu), t);
     }
   }
 

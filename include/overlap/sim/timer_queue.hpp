@@ -2,8 +2,9 @@
 /// @file
 /// The simulator's queue of future times: an indexed binary min-heap in which each timer id
 /// (0 .. ids-1) holds at most one time. Setting a timer again moves it, so the queue never holds a
-/// stale entry and its size is bounded by the timers set, not by how often they change. A timer
-/// carries a 32-bit tag of its owner's choosing (the simulator's: the rank of an op's timer).
+/// stale entry and its size is bounded by the timers set, not by how often they change. Timers
+/// that fire at the same time come out in the order of their 64-bit `order` key (the simulator's:
+/// rank and op), so simultaneous events need no second sort.
 
 #include <cstddef>
 #include <cstdint>
@@ -24,33 +25,35 @@ class timer_queue {
 
   bool empty() const { return heap_.empty(); }
   double top_time() const { return heap_.front().time; }
+  std::uint64_t top_order() const { return heap_.front().order; }
   bool contains(std::size_t id) const { return pos_[id] != absent; }
 
   struct fired {
     double time;
+    std::uint64_t order;
     std::size_t id;
-    std::uint32_t tag;
   };
 
-  /// Timer `id` fires at `time` (whether or not it was set, and whether earlier or later).
-  void set(std::size_t id, double time, std::uint32_t tag = 0) {
+  /// Timer `id` fires at `time` (whether or not it was set, and whether earlier or later), after
+  /// the timers of that time with a lower `order`.
+  void set(std::size_t id, double time, std::uint64_t order) {
     std::uint32_t at = pos_[id];
     if (at == absent) {
       at = static_cast<std::uint32_t>(heap_.size());
-      heap_.push_back({time, static_cast<std::uint32_t>(id), tag});
+      heap_.push_back({time, order, static_cast<std::uint32_t>(id)});
       pos_[id] = at;
       up(at);
       return;
     }
-    const double old = heap_[at].time;
+    const entry old = heap_[at];
     heap_[at].time = time;
-    heap_[at].tag = tag;
-    if (time < old) up(at);
+    heap_[at].order = order;
+    if (before(heap_[at], old)) up(at);
     else down(at);
   }
   /// Timer `id` fires at `time` unless it is set to fire earlier already.
-  void set_earlier(std::size_t id, double time) {
-    if (pos_[id] == absent || time < heap_[pos_[id]].time) set(id, time);
+  void set_earlier(std::size_t id, double time, std::uint64_t order) {
+    if (pos_[id] == absent || time < heap_[pos_[id]].time) set(id, time, order);
   }
   /// Removes and returns the earliest timer; the queue must not be empty.
   fired pop() {
@@ -63,15 +66,19 @@ class timer_queue {
       pos_[last.id] = 0;
       down(0);
     }
-    return {first.time, first.id, first.tag};
+    return {first.time, first.order, first.id};
   }
 
  private:
   static constexpr std::uint32_t absent = std::numeric_limits<std::uint32_t>::max();
   struct entry {
     double time;
-    std::uint32_t id, tag;
+    std::uint64_t order;
+    std::uint32_t id;
   };
+  static bool before(const entry& a, const entry& b) {
+    return a.time < b.time || (a.time == b.time && a.order < b.order);
+  }
   void place(std::uint32_t at, entry e) {
     heap_[at] = e;
     pos_[e.id] = at;
@@ -80,7 +87,7 @@ class timer_queue {
     const entry e = heap_[at];
     while (at > 0) {
       const std::uint32_t parent = (at - 1) / 2;
-      if (!(e.time < heap_[parent].time)) break;
+      if (!before(e, heap_[parent])) break;
       place(at, heap_[parent]);
       at = parent;
     }
@@ -92,8 +99,8 @@ class timer_queue {
     for (;;) {
       std::size_t child = 2 * static_cast<std::size_t>(at) + 1;
       if (child >= n) break;
-      if (child + 1 < n && heap_[child + 1].time < heap_[child].time) ++child;
-      if (!(heap_[child].time < e.time)) break;
+      if (child + 1 < n && before(heap_[child + 1], heap_[child])) ++child;
+      if (!before(heap_[child], e)) break;
       place(at, heap_[child]);
       at = static_cast<std::uint32_t>(child);
     }
