@@ -128,9 +128,13 @@ inline std::vector<structure_problem> structure_problems(const program& p) {
       if (!continues && !started_groups.insert(o.group).second)
         bad(i, structure_rule::group, "a group's ops must be consecutive in issue order");
     }
+    bool buffers_exist = true;  // the usual case, checked without a branch per buffer
     for (const auto* list : {&o.reads, &o.writes})
-      for (const int b : *list)
-        if (!in(b, p.buffers.size())) bad(i, structure_rule::buffer, "buffer " + std::to_string(b) + " does not exist");
+      for (const int b : *list) buffers_exist &= static_cast<std::size_t>(b) < p.buffers.size();  // negative: huge
+    if (!buffers_exist)
+      for (const auto* list : {&o.reads, &o.writes})
+        for (const int b : *list)
+          if (!in(b, p.buffers.size())) bad(i, structure_rule::buffer, "buffer " + std::to_string(b) + " does not exist");
   }
   return out;
 }
