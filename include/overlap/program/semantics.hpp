@@ -158,10 +158,10 @@ class rank_order {
     long last_sync = -1;
     offsets_.reserve(n + 1);
     offsets_.push_back(0);
-    std::vector<std::size_t> mine;
+    // Op i's predecessors are appended to preds_ as they are found and sorted in place by close().
+    std::vector<std::size_t>& mine = preds_;
     for (std::size_t i = 0; i < n; ++i) {
       const op& o = p.ops[i];
-      mine.clear();
       if (last_sync >= 0) mine.push_back(static_cast<std::size_t>(last_sync));
       if (o.kind == op_kind::host_sync) {
         // Every op issued before it, or the latest record of its event (the ops issued after it
@@ -215,18 +215,20 @@ class rank_order {
       group = group_first;
     }
   };
+  /// Sorts the op's predecessors (preds_ from its offset on) and drops repeats.
   void close(std::vector<std::size_t>& mine) {
-    if (mine.size() > 1) {
-      if (mine.size() <= 8) {  // the usual few: an insertion sort, not a call into std::sort
-        for (std::size_t a = 1; a < mine.size(); ++a)
-          for (std::size_t b = a; b > 0 && mine[b - 1] > mine[b]; --b) std::swap(mine[b - 1], mine[b]);
+    const auto first = mine.begin() + static_cast<std::ptrdiff_t>(offsets_.back());
+    const std::size_t count = static_cast<std::size_t>(mine.end() - first);
+    if (count > 1) {
+      if (count <= 8) {  // the usual few: an insertion sort, not a call into std::sort
+        for (auto a = first + 1; a != mine.end(); ++a)
+          for (auto b = a; b != first && *(b - 1) > *b; --b) std::swap(*(b - 1), *b);
       } else {
-        std::sort(mine.begin(), mine.end());
+        std::sort(first, mine.end());
       }
-      mine.erase(std::unique(mine.begin(), mine.end()), mine.end());
+      mine.erase(std::unique(first, mine.end()), mine.end());
     }
-    append(preds_, mine);
-    offsets_.push_back(preds_.size());
+    offsets_.push_back(mine.size());
   }
 
   std::vector<std::size_t> first_, last_;

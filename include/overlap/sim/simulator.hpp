@@ -160,6 +160,13 @@ void for_each_link(const schedule::program& p, const schedule::op& o, int gpus_p
   for_each_link(o.kind, schedule::crosses_nodes(p, o, gpus_per_node), f);
 }
 
+/// A cost model gave op `i` of `p` a time that is not finite and >= 0.
+[[noreturn]] inline void bad_cost(const schedule::program& p, std::size_t i, double us) {
+  throw std::invalid_argument("simulate: the cost model gives rank " + std::to_string(p.rank) + " op " +
+                              std::to_string(i) + " (" + schedule::display_name(p.ops[i]) + ") " + std::to_string(us) +
+                              " us; a cost must be finite and >= 0");
+}
+
 /// What the event loop itself reads of the machine (the cost model reads the rest).
 inline void check_machine(const machine& m) {
   if (m.sms < 1 || m.comm_sms < 0 || m.p2p_sms < 0 || !std::isfinite(m.launch_us) || m.launch_us < 0)
@@ -253,10 +260,8 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
   detail::check_machine(m);
   // A cost must be a finite time: NaN would stall the event loop, a negative one run time back.
   const auto checked = [&](double us, std::size_t pi, std::size_t i) {
-    if (!std::isfinite(us) || us < 0)
-      throw std::invalid_argument("simulate: the cost model gives rank " + std::to_string(programs[pi].rank) +
-                                  " op " + std::to_string(i) + " (" + schedule::display_name(programs[pi].ops[i]) +
-                                  ") " + std::to_string(us) + " us; a cost must be finite and >= 0");
+    if (!(us >= 0 && us < never)) [[unlikely]]  // NaN fails both
+      detail::bad_cost(programs[pi], i, us);
     return us;
   };
   std::vector<detail::rank_state> ranks(programs.size());
