@@ -73,8 +73,10 @@ inline std::vector<match_problem> step_problems(const std::vector<program>& prog
 }
 
 /// Matches every collective, send and recv of a step (ops must reference valid communicators, and
-/// `step_problems` must be empty).
-inline rendezvous_set match_rendezvous(const std::vector<program>& programs) {
+/// `step_problems` must be empty). Without `explain`, `problems` stays empty: the groups and their
+/// disagreements are all a simulation needs, and a step of class representatives (absent members
+/// by design) would otherwise spell out a problem per absent member and collective.
+inline rendezvous_set match_rendezvous(const std::vector<program>& programs, bool explain = true) {
   rendezvous_set out;
   // Communicator names, numbered in name order once per program and communicator (not compared
   // as strings per op): the groups come out in the order of the names, as the maps below sort.
@@ -129,8 +131,9 @@ inline rendezvous_set match_rendezvous(const std::vector<program>& programs) {
   }
   const auto at = [&](op_ref r) -> const op& { return programs[r.program].ops[r.op]; };
   const auto rank_of = [&](op_ref r) { return programs[r.program].rank; };
-  const auto problem = [&](int rank, long op_index, std::string why) {
-    out.problems.push_back({rank, static_cast<int>(op_index), std::move(why)});
+  // `why` makes the text only when it is wanted.
+  const auto problem = [&](int rank, long op_index, const auto& why) {
+    if (explain) out.problems.push_back({rank, static_cast<int>(op_index), why()});
   };
 
   for (std::size_t number = 0; number < names.size(); ++number) {
@@ -146,27 +149,29 @@ inline rendezvous_set match_rendezvous(const std::vector<program>& programs) {
         const auto it = by_rank.find(r);
         const std::size_t have = it == by_rank.end() ? 0 : it->second.size();
         if (k >= have) {
-          problem(r, -1, "communicator " + name + " has " + std::to_string(have) +
-                             " collectives here but " + std::to_string(length) +
-                             " on another rank: collective #" + std::to_string(k) +
-                             " is never issued (hang)");
+          problem(r, -1, [&] {
+            return "communicator " + name + " has " + std::to_string(have) + " collectives here but " +
+                   std::to_string(length) + " on another rank: collective #" + std::to_string(k) +
+                   " is never issued (hang)";
+          });
           continue;
         }
         const op_ref cur = it->second[k];
         if (at(cur).seq != static_cast<std::int64_t>(k))
-          problem(r, static_cast<long>(cur.op),
-                  "sequence number " + std::to_string(at(cur).seq) + " on " + name +
-                      " where the issue order gives " + std::to_string(k));
+          problem(r, static_cast<long>(cur.op), [&] {
+            return "sequence number " + std::to_string(at(cur).seq) + " on " + name + " where the issue order gives " +
+                   std::to_string(k);
+          });
         if (!group.empty()) {
           const op& a = at(group.front());
           const op& b = at(cur);
           if (a.coll != b.coll || a.bytes != b.bytes) {
-            problem(r, static_cast<long>(cur.op),
-                    "collective #" + std::to_string(k) + " on " + name + " is " +
-                        std::string(to_string(b.coll)) + " of " + std::to_string(b.bytes) + " bytes here but " +
-                        std::string(to_string(a.coll)) + " of " + std::to_string(a.bytes) + " bytes on rank " +
-                        std::to_string(rank_of(group.front())) + " (ranks issue " + name +
-                        "'s collectives in different orders: hang)");
+            problem(r, static_cast<long>(cur.op), [&] {
+              return "collective #" + std::to_string(k) + " on " + name + " is " + std::string(to_string(b.coll)) +
+                     " of " + std::to_string(b.bytes) + " bytes here but " + std::string(to_string(a.coll)) + " of " +
+                     std::to_string(a.bytes) + " bytes on rank " + std::to_string(rank_of(group.front())) +
+                     " (ranks issue " + name + "'s collectives in different orders: hang)";
+            });
             if (disagrees.empty())
               disagrees = "ranks " + std::to_string(rank_of(group.front())) + " and " + std::to_string(r) +
                           " disagree on collective #" + std::to_string(k) + " of " + name + ": " +
@@ -186,9 +191,10 @@ inline rendezvous_set match_rendezvous(const std::vector<program>& programs) {
     const std::size_t matched = it == recvs.end() ? 0 : it->second.size();
     for (std::size_t k = 0; k < list.size(); ++k) {
       if (k >= matched) {
-        problem(rank_of(list[k]), static_cast<long>(list[k].op),
-                "send #" + std::to_string(k) + " on " + names[static_cast<std::size_t>(std::get<0>(key))] +
-                    " has no matching recv (hang)");
+        problem(rank_of(list[k]), static_cast<long>(list[k].op), [&] {
+          return "send #" + std::to_string(k) + " on " + names[static_cast<std::size_t>(std::get<0>(key))] +
+                 " has no matching recv (hang)";
+        });
         continue;
       }
       const op_ref peer = it->second[k];
@@ -196,7 +202,7 @@ inline rendezvous_set match_rendezvous(const std::vector<program>& programs) {
       if (at(list[k]).bytes != at(peer).bytes) {
         disagrees = "send of " + std::to_string(at(list[k]).bytes) + " bytes meets a recv of " +
                     std::to_string(at(peer).bytes) + " bytes on rank " + std::to_string(rank_of(peer));
-        problem(rank_of(list[k]), static_cast<long>(list[k].op), disagrees);
+        problem(rank_of(list[k]), static_cast<long>(list[k].op), [&] { return disagrees; });
         disagrees = "ranks " + std::to_string(rank_of(list[k])) + " and " + std::to_string(rank_of(peer)) +
                     " disagree on send/recv #" + std::to_string(k) + " on " + names[static_cast<std::size_t>(std::get<0>(key))] + ": " + disagrees;
       }
@@ -208,9 +214,10 @@ inline rendezvous_set match_rendezvous(const std::vector<program>& programs) {
     const auto it = sends.find(key);
     const std::size_t matched = it == sends.end() ? 0 : it->second.size();
     for (std::size_t k = matched; k < list.size(); ++k)
-      problem(rank_of(list[k]), static_cast<long>(list[k].op),
-              "recv #" + std::to_string(k) + " on " + names[static_cast<std::size_t>(std::get<0>(key))] +
-                  " has no matching send (hang)");
+      problem(rank_of(list[k]), static_cast<long>(list[k].op), [&] {
+        return "recv #" + std::to_string(k) + " on " + names[static_cast<std::size_t>(std::get<0>(key))] +
+               " has no matching send (hang)";
+      });
   }
   return out;
 }
