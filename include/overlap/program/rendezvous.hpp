@@ -187,13 +187,13 @@ inline rendezvous_set match_rendezvous(const std::vector<program>& programs, boo
   }
 
   for (const auto& [key, list] : sends) {
+    const std::string& comm = names[static_cast<std::size_t>(std::get<0>(key))];  // clang 14: no binding in a lambda
     const auto it = recvs.find(key);
     const std::size_t matched = it == recvs.end() ? 0 : it->second.size();
     for (std::size_t k = 0; k < list.size(); ++k) {
       if (k >= matched) {
         problem(rank_of(list[k]), static_cast<long>(list[k].op), [&] {
-          return "send #" + std::to_string(k) + " on " + names[static_cast<std::size_t>(std::get<0>(key))] +
-                 " has no matching recv (hang)";
+          return "send #" + std::to_string(k) + " on " + comm + " has no matching recv (hang)";
         });
         continue;
       }
@@ -204,19 +204,19 @@ inline rendezvous_set match_rendezvous(const std::vector<program>& programs, boo
                     std::to_string(at(peer).bytes) + " bytes on rank " + std::to_string(rank_of(peer));
         problem(rank_of(list[k]), static_cast<long>(list[k].op), [&] { return disagrees; });
         disagrees = "ranks " + std::to_string(rank_of(list[k])) + " and " + std::to_string(rank_of(peer)) +
-                    " disagree on send/recv #" + std::to_string(k) + " on " + names[static_cast<std::size_t>(std::get<0>(key))] + ": " + disagrees;
+                    " disagree on send/recv #" + std::to_string(k) + " on " + comm + ": " + disagrees;
       }
       out.groups.push_back({list[k], peer});
       out.disagreement.push_back(std::move(disagrees));
     }
   }
   for (const auto& [key, list] : recvs) {
+    const std::string& comm = names[static_cast<std::size_t>(std::get<0>(key))];
     const auto it = sends.find(key);
     const std::size_t matched = it == sends.end() ? 0 : it->second.size();
     for (std::size_t k = matched; k < list.size(); ++k)
       problem(rank_of(list[k]), static_cast<long>(list[k].op), [&] {
-        return "recv #" + std::to_string(k) + " on " + names[static_cast<std::size_t>(std::get<0>(key))] +
-               " has no matching send (hang)";
+        return "recv #" + std::to_string(k) + " on " + comm + " has no matching send (hang)";
       });
   }
   return out;
