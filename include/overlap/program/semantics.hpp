@@ -158,29 +158,28 @@ class rank_order {
     long last_sync = -1;
     offsets_.reserve(n + 1);
     offsets_.push_back(0);
-    // Op i's predecessors are appended to preds_ as they are found and sorted in place by close().
-    std::vector<std::size_t>& mine = preds_;
+    // Op i's predecessors are appended to preds_ as they are found; close() sorts them in place.
     for (std::size_t i = 0; i < n; ++i) {
       const op& o = p.ops[i];
-      if (last_sync >= 0) mine.push_back(static_cast<std::size_t>(last_sync));
+      if (last_sync >= 0) preds_.push_back(static_cast<std::size_t>(last_sync));
       if (o.kind == op_kind::host_sync) {
         // Every op issued before it, or the latest record of its event (the ops issued after it
         // follow it: the host issues them once it returns).
         if (o.event < 0)
           for (std::size_t j = last_sync < 0 ? 0 : static_cast<std::size_t>(last_sync) + 1; j < i; ++j)
-            mine.push_back(j);
+            preds_.push_back(j);
         else if (last_record[static_cast<std::size_t>(o.event)] >= 0)
-          mine.push_back(static_cast<std::size_t>(last_record[static_cast<std::size_t>(o.event)]));
+          preds_.push_back(static_cast<std::size_t>(last_record[static_cast<std::size_t>(o.event)]));
         last_sync = static_cast<long>(i);
-        close(mine);
+        close();
         continue;
       }
-      streams[static_cast<std::size_t>(o.stream)].take(i, first_[i], mine);
-      if (is_communication(o.kind)) comms[static_cast<std::size_t>(o.comm)].take(i, first_[i], mine);
+      streams[static_cast<std::size_t>(o.stream)].take(i, first_[i], preds_);
+      if (is_communication(o.kind)) comms[static_cast<std::size_t>(o.comm)].take(i, first_[i], preds_);
       if (o.kind == op_kind::record) last_record[static_cast<std::size_t>(o.event)] = static_cast<long>(i);
       if (o.kind == op_kind::wait && last_record[static_cast<std::size_t>(o.event)] >= 0)
-        mine.push_back(static_cast<std::size_t>(last_record[static_cast<std::size_t>(o.event)]));
-      close(mine);
+        preds_.push_back(static_cast<std::size_t>(last_record[static_cast<std::size_t>(o.event)]));
+      close();
     }
   }
 
@@ -202,13 +201,13 @@ class rank_order {
   struct fifo {
     std::vector<std::size_t> after, at_group_start;
     std::size_t group = static_cast<std::size_t>(-1);  ///< the first member of the last op's group
-    void take(std::size_t i, std::size_t group_first, std::vector<std::size_t>& mine) {
+    void take(std::size_t i, std::size_t group_first, std::vector<std::size_t>& preds) {
       if (group_first != i && group == group_first) {  // a later member of the group it last took
-        append(mine, at_group_start);
+        append(preds, at_group_start);
         after.push_back(i);
         return;
       }
-      append(mine, after);
+      append(preds, after);
       at_group_start.swap(after);  // keeps both vectors' storage: no allocation per op
       after.clear();
       after.push_back(i);
@@ -216,19 +215,19 @@ class rank_order {
     }
   };
   /// Sorts the op's predecessors (preds_ from its offset on) and drops repeats.
-  void close(std::vector<std::size_t>& mine) {
-    const auto first = mine.begin() + static_cast<std::ptrdiff_t>(offsets_.back());
-    const std::size_t count = static_cast<std::size_t>(mine.end() - first);
+  void close() {
+    const auto first = preds_.begin() + static_cast<std::ptrdiff_t>(offsets_.back());
+    const std::size_t count = static_cast<std::size_t>(preds_.end() - first);
     if (count > 1) {
       if (count <= 8) {  // the usual few: an insertion sort, not a call into std::sort
-        for (auto a = first + 1; a != mine.end(); ++a)
+        for (auto a = first + 1; a != preds_.end(); ++a)
           for (auto b = a; b != first && *(b - 1) > *b; --b) std::swap(*(b - 1), *b);
       } else {
-        std::sort(first, mine.end());
+        std::sort(first, preds_.end());
       }
-      mine.erase(std::unique(first, mine.end()), mine.end());
+      preds_.erase(std::unique(first, preds_.end()), preds_.end());
     }
-    offsets_.push_back(mine.size());
+    offsets_.push_back(preds_.size());
   }
 
   std::vector<std::size_t> first_, last_;

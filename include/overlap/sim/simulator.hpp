@@ -184,6 +184,9 @@ inline void build_rank(rank_state& rs, const schedule::program& p, std::size_t q
   if (n >= std::numeric_limits<std::uint32_t>::max())
     throw std::length_error("simulate: rank " + std::to_string(p.rank) + " has " + std::to_string(n) +
                             " ops; the event loop indexes them in 32 bits");
+  if (queues > std::numeric_limits<std::uint16_t>::max())
+    throw std::length_error("simulate: rank " + std::to_string(p.rank) + " maps its streams onto " +
+                            std::to_string(queues) + " hardware queues; the event loop indexes at most 65535");
   rs.ops.resize(n);
   for (std::size_t i = 0; i < n; ++i) rs.ops[i].kind = p.ops[i].kind;
   {
@@ -200,9 +203,6 @@ inline void build_rank(rank_state& rs, const schedule::program& p, std::size_t q
     for (std::size_t i = 0; i < n; ++i)
       for (const std::size_t j : order.predecessors(i)) rs.succ[rs.ops[j].succ_end++] = static_cast<std::uint32_t>(i);
   }
-  if (queues > std::numeric_limits<std::uint16_t>::max())
-    throw std::length_error("simulate: rank " + std::to_string(p.rank) + " maps its streams onto " +
-                            std::to_string(queues) + " hardware queues; the event loop indexes at most 65535");
   rs.queues.assign(queues, {});
   for (std::size_t i = 0; i < n; ++i)
     if (rs.ops[i].kind != schedule::op_kind::host_sync) {
@@ -298,10 +298,15 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
     if (known < 0) known = schedule::off_node_peers(programs[pi], o, m.gpus_per_node);
     return known;
   };
-  // Per group: its members' expected count, its placement, and the links its transfer loads
+  // Events of one time run in (rank, op) order, a rank's wake-up after its ops; a transfer's end
+  // at its first member's place (its members then join the order one by one).
+  constexpr std::size_t wake = std::numeric_limits<std::uint32_t>::max();
+  const auto order_of = [](std::size_t pi, std::size_t i) { return std::uint64_t{pi} << 32 | i; };
+  // Per group: its members' expected count, its placement, the links its transfer loads
   // (links[link_begin[g] .. link_begin[g + 1]); per rank, NVLink out and in, network out and in,
-  // as detail::for_each_link says).
+  // as detail::for_each_link says) and its place among simultaneous events.
   std::vector<int> expected_size(groups, 0), launched(groups, 0);
+  std::vector<std::uint64_t> group_order(groups, std::numeric_limits<std::uint64_t>::max());
   std::vector<placement> where(groups);
   std::vector<std::size_t> link_begin(groups + 1, 0), links;
   for (std::size_t g = 0; g < groups; ++g) {
@@ -320,6 +325,7 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
       where[g].off_node_peers = std::max(where[g].off_node_peers, off);
       if (!opt.unlimited_resources)
         detail::for_each_link(mo.kind, off > 0, [&](std::size_t l) { links.push_back(4 * mem.program + l); });
+      group_order[g] = std::min(group_order[g], order_of(mem.program, mem.op));
     }
     link_begin[g + 1] = links.size();
   }
@@ -346,15 +352,6 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
   // or a GEMM's wave ends).
   detail::timer_queue timers(total_ops + groups + programs.size());
   const std::size_t group_timers = total_ops, wake_timers = total_ops + groups;
-  // Events of one time run in (rank, op) order, a rank's wake-up after its ops; a transfer's end
-  // at its first member's place (its members then join the order one by one).
-  constexpr std::size_t wake = std::numeric_limits<std::uint32_t>::max();
-  const auto order_of = [](std::size_t pi, std::size_t i) { return std::uint64_t{pi} << 32 | i; };
-  std::vector<std::uint64_t> group_order(groups);
-  for (std::size_t g = 0; g < groups; ++g) {
-    group_order[g] = std::numeric_limits<std::uint64_t>::max();
-    for (const auto& mem : matched.groups[g]) group_order[g] = std::min(group_order[g], order_of(mem.program, mem.op));
-  }
   const auto wake_up = [&](std::size_t pi, double at) { timers.set_earlier(wake_timers + pi, at, order_of(pi, wake)); };
 
   const auto examine = [](detail::rank_state& rs, std::size_t q) {
