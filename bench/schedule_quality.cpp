@@ -1,7 +1,8 @@
 // Schedule quality: for canonical workloads of each family, and one with all four composed, the
 // simulated step with overlap, the step without, and a lower bound (sim/bound.hpp: per rank the
 // largest of the compute on the whole GPU, each link's busy time and the critical path).
-// Prints {"records":[...]} on stdout.
+// Prints {"records":[...]} on stdout; "ops" are those simulated, of one representative per class of
+// symmetric ranks (plan/plan.hpp).
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -28,12 +29,14 @@ const char* bound_by(const ov::sim::step_bound& b) {
 }
 
 void print(const ov::plan::family_plan& plan, const char* family, const char* workload_name,
-           const ov::sim::cost_model& cost, const ov::sim::options& opt, bool& first) {
+           const ov::sim::cost_model& cost, ov::sim::options opt, bool& first) {
+  opt.classes = &plan.overlap_classes;
   const ov::sim::step_bound b = ov::sim::lower_bound(plan.overlap_step, cost, opt);
-  std::printf("%s{\"family\":\"%s\",\"workload\":\"%s\",\"ops\":%zu,\"baseline_us\":%.1f,"
+  std::printf("%s{\"family\":\"%s\",\"workload\":\"%s\",\"ranks\":%d,\"classes\":%zu,\"ops\":%zu,\"baseline_us\":%.1f,"
               "\"overlap_us\":%.1f,\"lower_bound_us\":%.1f,\"bound_by\":\"%s\","
               "\"overlap_over_bound\":%.3f}",
-              first ? "" : ",", family, workload_name, ops(plan.overlap_step),
+              first ? "" : ",", family, workload_name, plan.overlap_classes.world(), plan.overlap_step.size(),
+              ops(plan.overlap_step),
               plan.baseline.step_time_us, plan.overlap.step_time_us, b.value(), bound_by(b),
               plan.overlap.step_time_us / b.value());
   first = false;

@@ -17,12 +17,13 @@
 #include <overlap/trace/chrome_trace.hpp>
 #include <overlap/trace/svg_timeline.hpp>
 
-/// The overlapped step's Chrome trace and SVG picture as `base`.json and `base`.svg.
+/// The overlapped step's Chrome trace and SVG picture as `base`.json and `base`.svg: one
+/// representative per class of symmetric ranks, labelled with its class size.
 inline void write_timelines(const std::string& base, const overlap::plan::family_plan& plan) {
   std::ofstream json(base + ".json");
-  overlap::trace::write_chrome_trace(json, plan.overlap_step, plan.overlap);
+  overlap::trace::write_chrome_trace(json, plan.overlap_step, plan.overlap, &plan.overlap_classes);
   std::ofstream svg(base + ".svg");
-  overlap::trace::write_svg_timeline(svg, plan.overlap_step, plan.overlap);
+  overlap::trace::write_svg_timeline(svg, plan.overlap_step, plan.overlap, {}, &plan.overlap_classes);
 }
 
 template <class Cfg>
@@ -53,7 +54,8 @@ void show(std::string_view title, const overlap::schedule::workload& w, std::str
     write_timelines(dir + "/" + std::string(name) + "_" + family, plan);
   }
   const auto all = overlap::plan::plan_step(Cfg::settings, w, h100);
-  std::cout << "-- all families composed: " << all.overlap_step.size() << " ranks --\n";
+  std::cout << "-- all families composed: " << all.overlap_classes.world() << " ranks, "
+            << all.overlap_step.size() << " classes --\n";
   std::printf("step_us: baseline %.0f, overlap %.0f%s\n", all.baseline.step_time_us,
               all.overlap.step_time_us, all.overlap.deadlock || all.baseline.deadlock ? "  HANG" : "");
   for (const auto f : {overlap::schedule::family::tp, overlap::schedule::family::dp,

@@ -10,7 +10,9 @@
 #include <overlap/plan/plan.hpp>
 #include <overlap/program/rank_classes.hpp>
 #include <overlap/schedule/classes.hpp>
+#include <overlap/sim/bound.hpp>
 #include <overlap/sim/simulator.hpp>
+#include <overlap/verify/verify.hpp>
 
 struct class_comparison {
   int world = 0, representatives = 0;
@@ -18,6 +20,9 @@ struct class_comparison {
   std::string problems;                  ///< class_problems of the representatives' programs
   bool same_programs = false;  ///< the representatives' programs are the full step's for them
   overlap::sim::result full, classes;
+  /// What the verifier finds in the representatives alone, and in the full step.
+  std::vector<overlap::verify::finding> class_findings, full_findings;
+  double class_bound_us = 0, full_bound_us = 0;  ///< lower bounds of the class step and of the full one
   std::vector<overlap::sim::interval> full_of_representatives;  ///< the full step's, in order
 };
 
@@ -51,6 +56,12 @@ inline class_comparison compare_classes(const overlap::settings& s, const overla
   }
   c.full = full;
   c.classes = overlap::sim::simulate(step.representatives, cost, step.classes, overlap::plan::options_for(r));
+  c.class_findings = overlap::verify::verify(step.representatives, step.classes);
+  c.full_findings = overlap::verify::verify(full_step);
+  overlap::sim::options with_classes = overlap::plan::options_for(r);
+  with_classes.classes = &step.classes;
+  c.class_bound_us = overlap::sim::lower_bound(step.representatives, cost, with_classes).value();
+  c.full_bound_us = overlap::sim::lower_bound(full_step, cost, overlap::plan::options_for(r)).value();
   for (const auto& i : full.intervals)
     if (step.classes.is_representative(i.rank)) c.full_of_representatives.push_back(i);
   return c;
@@ -76,4 +87,7 @@ inline void check(const class_comparison& c) {
   for (std::size_t i = 0; i < c.classes.intervals.size(); ++i)
     differ += !same_interval(c.classes.intervals[i], c.full_of_representatives[i]);
   CHECK(differ == 0);
+  CHECK(c.full_findings.size() == 0);
+  CHECK(c.class_findings.size() == 0);
+  CHECK(c.class_bound_us == c.full_bound_us);
 }

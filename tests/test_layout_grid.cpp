@@ -1,7 +1,7 @@
-// Every program the generators make for a grid of valid layouts and overlap settings (each family
-// alone and all of them composed) verifies, with buffers declared on every op, and simulates to
-// completion within the lower bound; the composed step simulated once per class of symmetric ranks
-// equals the full simulation exactly. Its own executable, built optimized: it generates, verifies
+// Every step the planner makes for a grid of valid layouts and overlap settings (each family alone
+// and all of them composed, generated once per class of symmetric ranks) verifies, with buffers
+// declared on every op, and simulates to completion within the lower bound; the composed step's
+// classes equal the full step, generated for every rank, exactly (simulation, verification, bound). Its own executable, built optimized: it generates, verifies
 // and simulates ~1,400 steps, the layouts on all cores (plan/parallel.hpp), each into its own
 // outcome, checked afterwards in grid order.
 #include <doctest/doctest.h>
@@ -87,7 +87,7 @@ std::vector<plan_outcome> run(const grid_point& g, const ov::sim::cost_model& co
       const ov::settings& used = step == &plan.baseline_step ? base : g.s;
       const sc::op_type_set types = sc::used_op_types(used, ov::derive(used));
       step_outcome& x = step == &plan.baseline_step ? o.baseline : o.overlap;
-      x.problems = ov::verify::verify(*step);
+      x.problems = ov::verify::verify(*step, step == &plan.baseline_step ? plan.baseline_classes : plan.overlap_classes);
       // Data flow is checked for every family: every op that computes or moves data says which
       // buffers.
       for (const auto& p : *step)
@@ -100,8 +100,14 @@ std::vector<plan_outcome> run(const grid_point& g, const ov::sim::cost_model& co
     o.baseline_deadlock = plan.baseline.deadlock;
     o.overlap_deadlock = plan.overlap.deadlock;
     o.step_time_us = plan.overlap.step_time_us;
-    o.bound_us = ov::sim::lower_bound(plan.overlap_step, cost, ov::plan::options_for(ov::derive(g.s))).value();
-    if (plan.family == sc::family::none) o.classes = compare_classes(g.s, w, cost, plan.overlap_step, plan.overlap);
+    ov::sim::options opt = ov::plan::options_for(ov::derive(g.s));
+    opt.classes = &plan.overlap_classes;
+    o.bound_us = ov::sim::lower_bound(plan.overlap_step, cost, opt).value();
+    if (plan.family == sc::family::none) {
+      // The plan's class step against the full step, generated and simulated for every rank.
+      const auto full = sc::compose_step(g.s, ov::derive(g.s), w);
+      o.classes = compare_classes(g.s, w, cost, full, ov::sim::simulate(full, cost, ov::plan::options_for(ov::derive(g.s))));
+    }
   }
   return out;
 }

@@ -15,6 +15,7 @@
 #include <overlap/schedule/classes.hpp>
 #include <overlap/trace/chrome_trace.hpp>
 #include <overlap/trace/svg_timeline.hpp>
+#include <overlap/verify/verify.hpp>
 
 #include "class_check.hpp"
 
@@ -133,6 +134,67 @@ TEST_CASE("a class map whose representatives do not share their rendezvous is re
   sc::rank_classes loop = good;
   loop.representative[1] = 2;
   CHECK(sc::class_problems(sc::compose_step(s, r, w, good), loop).find("not a representative") != std::string::npos);
+}
+
+TEST_CASE("the verifier checks a class step on its representatives, with the full step's findings") {
+  const layout_case c{"", 2, 2, 1, 2, 0, 8, true};  // reps 0, 1 (stage 0) and 4, 5 (stage 1)
+  const ov::settings s = settings_of(c);
+  const ov::resolved_settings r = ov::derive(s);
+  const sc::workload w = workload_of(c);
+  const sc::class_step step = sc::compose_class_step(s, r, w, 8);
+  REQUIRE(step.classes.representatives() == std::vector<int>{0, 1, 4, 5});
+  // Absent members by design are no finding; the same programs as a full step are short of them.
+  CHECK(ov::verify::verify(step.representatives, step.classes).empty());
+  CHECK_FALSE(ov::verify::verify(step.representatives).empty());
+
+  // A fault of a representative is its class's: found once, where the full step finds it on
+  // every member. Rank 0's dp reduce-scatter issued without waiting for its gradients.
+  const auto first_of = [](const sc::program& p, auto pred) {
+    for (std::size_t i = 0; i < p.ops.size(); ++i)
+      if (pred(p.ops[i])) return i;
+    return p.ops.size();
+  };
+  const auto drop_dp_waits = [&](sc::program& p) {
+    std::erase_if(p.ops, [&](const sc::op& o) {
+      return o.kind == sc::op_kind::wait && p.streams[static_cast<std::size_t>(o.stream)].role == sc::stream_role::dp_comm;
+    });
+  };
+  {
+    std::vector<sc::program> reps = step.representatives;
+    drop_dp_waits(reps[0]);
+    const auto found = ov::verify::verify(reps, step.classes);
+    REQUIRE_FALSE(found.empty());
+    CHECK(found.front().rank == 0);
+    CHECK(found.front().reason.find("without depending on op") != std::string::npos);
+    std::vector<sc::program> full = sc::compose_step(s, r, w);
+    for (sc::program& p : full)
+      if (step.classes.representative[static_cast<std::size_t>(p.rank)] == 0) drop_dp_waits(p);
+    const auto full_found = ov::verify::verify(full);
+    REQUIRE_FALSE(full_found.empty());
+    CHECK(full_found.front().reason == found.front().reason);
+  }
+  {  // Present members (tp group {0, 1}) disagree on a collective: a hang, as in the full step.
+    std::vector<sc::program> reps = step.representatives;
+    sc::program& p = reps[1];
+    const std::size_t i = first_of(p, [&](const sc::op& o) {
+      return o.kind == sc::op_kind::collective && p.comms[static_cast<std::size_t>(o.comm)].ranks == std::vector<int>{0, 1};
+    });
+    REQUIRE(i < p.ops.size());
+    p.ops[i].bytes += 2;
+    const auto found = ov::verify::verify(reps, step.classes);
+    REQUIRE_FALSE(found.empty());
+    CHECK(found.front().rank == 1);
+    CHECK(found.front().reason.find("ranks issue") != std::string::npos);
+  }
+  {  // The map broken: one finding for the step, described as such.
+    sc::rank_classes bad = step.classes;
+    bad.representative[1] = 3;
+    const auto found = ov::verify::verify(step.representatives, bad);
+    REQUIRE(found.size() == 1);
+    CHECK(found.front().rank == -1);
+    CHECK(ov::verify::describe(found.front(), step.representatives)
+              .starts_with("step: the programs cannot stand for the step of their class map: "));
+  }
 }
 
 TEST_CASE("the structural check tells ranks apart whose programs differ") {

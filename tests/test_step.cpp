@@ -85,7 +85,8 @@ TEST_CASE("the composed step with every overlap on hides communication at about 
   const auto plan = ov::plan::plan_step(all_four::settings, moe_workload(), h100);
   REQUIRE_FALSE(plan.overlap.deadlock);
   REQUIRE_FALSE(plan.baseline.deadlock);
-  CHECK(ov::verify::verify_report(plan.baseline_step).empty());
+  CHECK(ov::verify::verify(plan.baseline_step, plan.baseline_classes).empty());
+  CHECK(ov::verify::verify(plan.overlap_step, plan.overlap_classes).empty());
   double exposed = 0, exposed_base = 0;
   for (const auto f : {sc::family::tp, sc::family::dp, sc::family::pp, sc::family::ep}) {
     const auto i = static_cast<std::size_t>(f);

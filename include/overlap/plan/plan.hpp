@@ -3,13 +3,18 @@
 /// Planning without a GPU: for each overlap family a configuration enables, generate the family's
 /// step with the configuration's overlap settings and with them turned off (the baseline),
 /// simulate both, and report step time and exposed communication; then the composed step of all
-/// families together against the same step with every overlap off.
+/// families together against the same step with every overlap off. Each step is generated and
+/// simulated once per class of symmetric ranks (schedule/classes.hpp), so a plan of thousands of
+/// GPUs costs what its distinct ranks cost; its results are the full step's.
 
 #include <string>
+#include <utility>
 #include <vector>
 
+#include <overlap/program/rank_classes.hpp>
 #include <overlap/rules/derive.hpp>
 #include <overlap/rules/rule.hpp>
+#include <overlap/schedule/classes.hpp>
 #include <overlap/schedule/step.hpp>
 #include <overlap/sim/simulator.hpp>
 
@@ -22,7 +27,12 @@ using sim::result;
 struct family_plan {
   schedule::family family = schedule::family::none;  ///< none: all families composed
   std::string note;  ///< what the comparison leaves out, if anything
+  /// Each step's programs, one per class representative in rank order, and its classes (which
+  /// ranks each representative stands for): pass both to `verify::verify`, `sim::simulate` and
+  /// the trace writers. `schedule::compose_step` gives every rank's program, for a small layout.
   std::vector<schedule::program> baseline_step, overlap_step;
+  schedule::rank_classes baseline_classes, overlap_classes;
+  /// The full step's step time, exposed and total communication; intervals of the representatives.
   result baseline, overlap;
 };
 
@@ -71,23 +81,34 @@ inline options options_for(const resolved_settings& r) {
   return options{.cuda_device_max_connections = r.cuda_device_max_connections.value_or(8)};
 }
 
+namespace detail {
+/// The step of `s` with the families `on`, generated and simulated once per class.
+inline void plan_class_step(const settings& s, const schedule::workload& w, const cost_model& cost,
+                            schedule::family_set on, std::vector<schedule::program>& step,
+                            schedule::rank_classes& classes, result& simulated) {
+  const resolved_settings r = derive(s);
+  schedule::class_step made = schedule::compose_class_step(s, r, w, cost.machine().gpus_per_node, on);
+  simulated = sim::simulate(made.representatives, cost, made.classes, options_for(r));
+  step = std::move(made.representatives);
+  classes = std::move(made.classes);
+}
+}  // namespace detail
+
 /// The per-family comparison for settings `s` (valid: see `validate`) and workload `w`.
 inline std::vector<family_plan> plan_families(const settings& s, const schedule::workload& w,
                                               const cost_model& cost) {
   using schedule::family;
-  using generator = std::vector<schedule::program> (*)(const settings&, const resolved_settings&,
-                                                       const schedule::workload&);
   struct candidate {
     family f;
     bool enabled;
-    generator generate;
+    schedule::family_set on;
   };
   const candidate candidates[] = {
-      {family::tp, s.tensor_model_parallel_size > 1, &schedule::tensor_parallel_step},
-      {family::dp, s.data_parallel_size > 1, &schedule::data_parallel_step},
-      {family::pp, s.pipeline_model_parallel_size > 1, &schedule::pipeline_parallel_step},
+      {family::tp, s.tensor_model_parallel_size > 1, {.tp = true, .dp = false, .pp = false, .ep = false}},
+      {family::dp, s.data_parallel_size > 1, {.tp = false, .dp = true, .pp = false, .ep = false}},
+      {family::pp, s.pipeline_model_parallel_size > 1, {.tp = false, .dp = false, .pp = true, .ep = false}},
       {family::ep, s.expert_model_parallel_size > 1 && s.num_moe_experts.value_or(0) > 0,
-       &schedule::expert_parallel_step},
+       {.tp = false, .dp = false, .pp = false, .ep = true}},
   };
   std::vector<family_plan> out;
   for (const candidate& c : candidates) {
@@ -96,29 +117,20 @@ inline std::vector<family_plan> plan_families(const settings& s, const schedule:
     plan.family = c.f;
     if (c.f == family::pp && s.virtual_pipeline_model_parallel_size && s.pipeline_model_parallel_size == 2)
       plan.note = "vpp on pp 2 needs overlap_p2p_comm (PP-8): the baseline keeps it on";
-    const resolved_settings r = derive(s);
-    const settings base_settings = detail::without_overlap(s, c.f);
-    const resolved_settings base = derive(base_settings);
-    plan.overlap_step = c.generate(s, r, w);
-    plan.baseline_step = c.generate(base_settings, base, w);
-    plan.overlap = sim::simulate(plan.overlap_step, cost, options_for(r));
-    plan.baseline = sim::simulate(plan.baseline_step, cost, options_for(base));
+    detail::plan_class_step(s, w, cost, c.on, plan.overlap_step, plan.overlap_classes, plan.overlap);
+    detail::plan_class_step(detail::without_overlap(s, c.f), w, cost, c.on, plan.baseline_step,
+                            plan.baseline_classes, plan.baseline);
     out.push_back(std::move(plan));
   }
   return out;
 }
 
-/// The composed step of every family `s` enables (one program per rank of the layout) against
-/// the same step with every overlap off.
+/// The composed step of every family `s` enables against the same step with every overlap off.
 inline family_plan plan_step(const settings& s, const schedule::workload& w, const cost_model& cost) {
   family_plan plan;
-  const resolved_settings r = derive(s);
-  const settings base_settings = detail::without_overlap(s, schedule::family::none);
-  const resolved_settings base = derive(base_settings);
-  plan.overlap_step = schedule::compose_step(s, r, w);
-  plan.baseline_step = schedule::compose_step(base_settings, base, w);
-  plan.overlap = sim::simulate(plan.overlap_step, cost, options_for(r));
-  plan.baseline = sim::simulate(plan.baseline_step, cost, options_for(base));
+  detail::plan_class_step(s, w, cost, {}, plan.overlap_step, plan.overlap_classes, plan.overlap);
+  detail::plan_class_step(detail::without_overlap(s, schedule::family::none), w, cost, {}, plan.baseline_step,
+                          plan.baseline_classes, plan.baseline);
   return plan;
 }
 

@@ -48,7 +48,8 @@ inline std::vector<match_problem> step_problems(const std::vector<program>& prog
   std::map<std::string, std::pair<int, const std::vector<int>*>> first;  // name -> (rank, members)
   const auto list = [](const std::vector<int>& ranks) {
     std::string text = "{";
-    for (std::size_t i = 0; i < ranks.size(); ++i) text += (i ? "," : "") + std::to_string(ranks[i]);
+    // Appended in two steps: g++ 12 at -O3 warns falsely (-Wrestrict) on "literal" + string&&.
+    for (std::size_t i = 0; i < ranks.size(); ++i) (text += i ? "," : "") += std::to_string(ranks[i]);
     return text + "}";
   };
   for (std::size_t pi = 0; pi < programs.size(); ++pi) {
@@ -72,12 +73,31 @@ inline std::vector<match_problem> step_problems(const std::vector<program>& prog
   return out;
 }
 
+/// How `match_rendezvous` reports what it cannot match.
+struct match_options {
+  /// Spell out `problems`; without it they stay empty: the groups and their disagreements are
+  /// all a simulation needs.
+  bool explain = true;
+  /// The step holds class representatives (program/rank_classes.hpp, whose `class_problems` the
+  /// caller checks): a communicator's member without a program is absent by design, stood for by
+  /// its representative, and a collective missing there is no problem. A group then holds its
+  /// present members.
+  bool absent_by_design = false;
+};
+
 /// Matches every collective, send and recv of a step (ops must reference valid communicators, and
-/// `step_problems` must be empty). Without `explain`, `problems` stays empty: the groups and their
-/// disagreements are all a simulation needs, and a step of class representatives (absent members
-/// by design) would otherwise spell out a problem per absent member and collective.
-inline rendezvous_set match_rendezvous(const std::vector<program>& programs, bool explain = true) {
+/// `step_problems` must be empty).
+inline rendezvous_set match_rendezvous(const std::vector<program>& programs, match_options how = {}) {
+  const bool explain = how.explain;
   rendezvous_set out;
+  std::vector<int> present;  // the ranks with a program, sorted (only with absent_by_design)
+  if (how.absent_by_design) {
+    for (const program& p : programs) present.push_back(p.rank);
+    std::sort(present.begin(), present.end());
+  }
+  const auto absent = [&](int rank) {
+    return how.absent_by_design && !std::binary_search(present.begin(), present.end(), rank);
+  };
   // Communicator names, numbered in name order once per program and communicator (not compared
   // as strings per op): the groups come out in the order of the names, as the maps below sort.
   std::map<std::string, int> numbered;
@@ -149,6 +169,7 @@ inline rendezvous_set match_rendezvous(const std::vector<program>& programs, boo
         const auto it = by_rank.find(r);
         const std::size_t have = it == by_rank.end() ? 0 : it->second.size();
         if (k >= have) {
+          if (have == 0 && absent(r)) continue;
           problem(r, -1, [&] {
             return "communicator " + name + " has " + std::to_string(have) + " collectives here but " +
                    std::to_string(length) + " on another rank: collective #" + std::to_string(k) +

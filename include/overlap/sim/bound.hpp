@@ -31,7 +31,9 @@ struct step_bound {
   double value() const { return std::max({compute_us, nvlink_us, network_us, critical_path_us}); }
 };
 
-/// Throws what `simulate` throws (malformed steps, bad costs).
+/// Throws what `simulate` throws (malformed steps, bad costs). With `opt.classes`, `programs` are
+/// class representatives (as `simulate` takes them) and the bound is the full step's: an absent
+/// rank's compute and links are its representative's.
 inline step_bound lower_bound(const std::vector<schedule::program>& programs,
                               const cost_model& cost, options opt = {}) {
   step_bound b;

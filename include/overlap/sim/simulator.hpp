@@ -274,7 +274,7 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
     timer_base[pi] = total_ops;
     total_ops += p.ops.size();
   }
-  const schedule::rendezvous_set matched = schedule::match_rendezvous(programs, /*explain=*/false);
+  const schedule::rendezvous_set matched = schedule::match_rendezvous(programs, {.explain = false});
   const std::size_t groups = matched.groups.size();
   if (groups >= static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max()))
     throw std::length_error("simulate: " + std::to_string(groups) + " rendezvous do not fit the event loop's 32-bit ids");

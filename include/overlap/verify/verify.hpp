@@ -23,6 +23,7 @@
 #include <vector>
 
 #include <overlap/program/program.hpp>
+#include <overlap/program/rank_classes.hpp>
 #include <overlap/program/rendezvous.hpp>
 #include <overlap/program/semantics.hpp>
 
@@ -37,6 +38,7 @@ struct finding {
 
 /// "rank R op I (name): reason".
 inline std::string describe(const finding& f, const std::vector<schedule::program>& programs) {
+  if (f.rank < 0 && f.op < 0) return "step: " + f.reason;
   std::string where = "rank " + std::to_string(f.rank);
   if (f.op >= 0) {
     where += " op " + std::to_string(f.op);
@@ -107,10 +109,11 @@ inline void local_edges(const schedule::program& p, std::size_t pi, step_graph& 
     for (const std::size_t j : order.predecessors(i)) g.edge(g.node(pi, j), g.node(pi, i));
 }
 
-/// Contracts each rendezvous into one node; unmatched communication becomes findings.
+/// Contracts each rendezvous into one node; unmatched communication becomes findings (a member
+/// absent by design, in a step of class representatives, is no finding).
 inline void rendezvous(const std::vector<schedule::program>& programs, step_graph& g,
-                       std::vector<finding>& out) {
-  const schedule::rendezvous_set matched = schedule::match_rendezvous(programs);
+                       std::vector<finding>& out, bool classes) {
+  const schedule::rendezvous_set matched = schedule::match_rendezvous(programs, {.absent_by_design = classes});
   for (const auto& problem : matched.problems)
     out.push_back({problem.rank, problem.op, problem.reason});
   for (const auto& group : matched.groups)
@@ -118,21 +121,21 @@ inline void rendezvous(const std::vector<schedule::program>& programs, step_grap
       g.unite(g.node(member.program, member.op), g.node(group.front().program, group.front().op));
 }
 
-}  // namespace detail
-
-/// Every reason the programs of one step would hang, race or misbehave; empty when they verify.
-/// Defined for any input: a malformed program is findings, never an exception.
-/// `programs` holds one program per rank of the step (ranks that share a program included).
-inline std::vector<finding> verify(const std::vector<schedule::program>& programs) {
+/// `verify` of the full step, or with `classes` of the step its representatives stand for.
+inline std::vector<finding> verify_step(const std::vector<schedule::program>& programs,
+                                        const schedule::rank_classes* classes) {
   std::vector<finding> out;
   for (const auto& p : programs)
     for (const auto& problem : schedule::structure_problems(p)) out.push_back({p.rank, problem.op, problem.text});
   for (const auto& problem : schedule::step_problems(programs)) out.push_back({problem.rank, problem.op, problem.reason});
   if (!out.empty()) return out;
+  if (classes)
+    if (const std::string problem = schedule::class_problems(programs, *classes); !problem.empty())
+      return {{-1, -1, "the programs cannot stand for the step of their class map: " + problem}};
 
-  detail::step_graph g(programs);
-  for (std::size_t pi = 0; pi < programs.size(); ++pi) detail::local_edges(programs[pi], pi, g);
-  detail::rendezvous(programs, g, out);
+  step_graph g(programs);
+  for (std::size_t pi = 0; pi < programs.size(); ++pi) local_edges(programs[pi], pi, g);
+  rendezvous(programs, g, out, classes != nullptr);
   if (!out.empty()) return out;
 
   // Kahn's algorithm on the contracted graph; what is left lies on or behind a cycle.
@@ -269,6 +272,29 @@ inline std::vector<finding> verify(const std::vector<schedule::program>& program
     }
   }
   return out;
+}
+
+}  // namespace detail
+
+/// Every reason the programs of one step would hang, race or misbehave; empty when they verify.
+/// Defined for any input: a malformed program is findings, never an exception.
+/// `programs` holds one program per rank of the step (ranks that share a program included).
+inline std::vector<finding> verify(const std::vector<schedule::program>& programs) {
+  return detail::verify_step(programs, nullptr);
+}
+
+/// The same for the step that the representatives' programs `representatives` stand for
+/// (program/rank_classes.hpp; `schedule::compose_class_step` makes both), checked on the
+/// representatives alone: their own order, their rendezvous among themselves (a collective waits
+/// for its present members; an absent member issues what its representative does), cycles and
+/// data hazards. The findings are the full step's, found once per class, when the classes are
+/// sound (`schedule::asymmetries` empty on the full step): a path of the full step's dependency
+/// graph through absent ranks maps, rank by rank onto their representatives, to a path between the
+/// same ops here, and every path here is one of the full step. A class map the representatives
+/// cannot stand for (`class_problems`) is one finding of rank -1.
+inline std::vector<finding> verify(const std::vector<schedule::program>& representatives,
+                                   const schedule::rank_classes& classes) {
+  return detail::verify_step(representatives, &classes);
 }
 
 /// Every finding of `verify(programs)`, described one per line; empty when the step verifies.
