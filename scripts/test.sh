@@ -24,13 +24,13 @@ done
 # -Wstringop-overflow) depend on how much gets inlined, and NDEBUG turns a variable that only an
 # assert reads into an unused-variable error; the Debug builds above see neither. g++ alone: it
 # is the reference compiler, and clang's warnings come almost all from its front end, which its
-# Debug build already ran. Only the bench targets: the tests ran above, and this way the step
-# takes seconds on CI's two cores.
+# Debug build already ran. Only the bench targets and the overlap-plan tool (installed, so built
+# as users build it): the tests ran above, and this way the step takes a minute on CI's two cores.
 release="$root/build/g++-release"
-echo "== g++ Release: configure and build the benches in $release"
+echo "== g++ Release: configure and build the benches and overlap-plan in $release"
 cmake -S "$root" -B "$release" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=g++ \
       -DOVERLAP_NVCC_CHECKS=OFF -DOVERLAP_BUILD_EXAMPLES=OFF >/dev/null
-cmake --build "$release" -j "$jobs" --target bench_schedule_quality bench_sim_speed bench_fidelity
+cmake --build "$release" -j "$jobs" --target bench_schedule_quality bench_sim_speed bench_fidelity overlap-plan
 echo "== g++ Release: benches (each prints one JSON object)"
 ctest --test-dir "$release" -R '^bench\.(schedule_quality|sim_speed|fidelity)$' -V || status=1
 exit $status
