@@ -15,6 +15,7 @@
 
 #include <overlap/overlap.hpp>
 #include <overlap/program/program.hpp>
+#include <overlap/program/rank_classes.hpp>
 #include <overlap/schedule/workload.hpp>
 
 namespace fuzz {
@@ -192,6 +193,18 @@ inline std::vector<overlap::schedule::program> decode_step(byte_reader& in) {
     }
   }
   return step;
+}
+
+/// A class map for a decoded step: a world of up to 6 ranks, each mostly its own representative
+/// or another small rank, sometimes one outside the world.
+inline overlap::schedule::rank_classes decode_classes(byte_reader& in) {
+  overlap::schedule::rank_classes c;
+  c.representative.resize(1 + in.next<std::uint8_t>() % 6);
+  for (std::size_t r = 0; r < c.representative.size(); ++r) {
+    const auto pick = in.next<std::uint8_t>();
+    c.representative[r] = pick % 2 == 0 ? static_cast<int>(r) : static_cast<int>(pick % 9) - 1;
+  }
+  return c;
 }
 
 }  // namespace fuzz

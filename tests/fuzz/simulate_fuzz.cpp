@@ -1,5 +1,6 @@
-// libFuzzer target: bytes decode into a step of small programs; simulate() and lower_bound()
-// either throw std::invalid_argument or finish (libFuzzer's timeout catches a hang). A step that
+// libFuzzer target: bytes decode into a step of small programs and a class map; simulate() and
+// lower_bound(), of the full step and of the step the programs stand for under the map, either
+// throw std::invalid_argument or finish (libFuzzer's timeout catches a hang). A step that
 // verify() accepts simulates without an exception and, without SM contention (which verify does
 // not model), without a deadlock; a step that does not hang takes at least its lower bound.
 #include <cstddef>
@@ -14,13 +15,10 @@
 
 #include "fuzz_input.hpp"
 
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  fuzz::byte_reader in(data, size);
-  const auto step = fuzz::decode_step(in);
-  overlap::sim::options opt;
-  opt.cuda_device_max_connections = 1 + in.next<std::uint8_t>() % 8;
+namespace {
+/// The properties above for `step` (with `opt.classes`, the step its programs stand for).
+void check(const std::vector<overlap::schedule::program>& step, overlap::sim::options opt, bool verified) {
   const overlap::sim::cost_model h100(overlap::sim::h100_node());
-  const bool verified = overlap::verify::verify(step).empty();
   try {
     const overlap::sim::result contended = overlap::sim::simulate(step, h100, opt);
     const overlap::sim::step_bound bound = overlap::sim::lower_bound(step, h100, opt);
@@ -41,5 +39,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   } catch (const std::invalid_argument&) {
     if (verified) std::abort();
   }
+}
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  fuzz::byte_reader in(data, size);
+  const auto step = fuzz::decode_step(in);
+  overlap::sim::options opt;
+  opt.cuda_device_max_connections = 1 + in.next<std::uint8_t>() % 8;
+  const overlap::schedule::rank_classes classes = fuzz::decode_classes(in);
+  check(step, opt, overlap::verify::verify(step).empty());
+  opt.classes = &classes;
+  check(step, opt, overlap::verify::verify(step, classes).empty());
   return 0;
 }

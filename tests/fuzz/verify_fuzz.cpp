@@ -1,6 +1,8 @@
-// libFuzzer target: bytes decode into a step of small, often malformed programs; verify() must
-// answer with findings, never an exception, a crash or undefined behaviour (ASan + UBSan), and
-// each finding must describe.
+// libFuzzer target: bytes decode into a step of small, often malformed programs and a class map;
+// verify() of the full step and of the step the programs stand for under the map must answer with
+// findings, never an exception, a crash or undefined behaviour (ASan + UBSan), and each finding
+// must describe. Under a map of every rank alone, with every rank of it present, the class
+// verifier finds what the full one does.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -9,12 +11,38 @@
 
 #include "fuzz_input.hpp"
 
+namespace {
+bool same(const std::vector<overlap::verify::finding>& a, const std::vector<overlap::verify::finding>& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (a[i].rank != b[i].rank || a[i].op != b[i].op || a[i].reason != b[i].reason) return false;
+  return true;
+}
+}  // namespace
+
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   fuzz::byte_reader in(data, size);
   const auto step = fuzz::decode_step(in);
+  const overlap::schedule::rank_classes classes = fuzz::decode_classes(in);
   try {
-    for (const auto& f : overlap::verify::verify(step))
+    const auto full = overlap::verify::verify(step);
+    for (const auto& f : full)
       if (overlap::verify::describe(f, step).empty()) std::abort();
+    for (const auto& f : overlap::verify::verify(step, classes))
+      if (overlap::verify::describe(f, step).empty()) std::abort();
+    // Every rank of the world alone and present: nothing is absent, nothing stood for.
+    const auto alone = overlap::schedule::rank_classes::each_alone(static_cast<int>(step.size()));
+    std::vector<char> present(step.size(), 0);
+    bool all = true;
+    for (const auto& p : step) {
+      if (p.rank < 0 || p.rank >= alone.world() || present[static_cast<std::size_t>(p.rank)]) all = false;
+      else present[static_cast<std::size_t>(p.rank)] = 1;
+    }
+    bool members_in_world = true;  // else class_problems rightly names a member outside the map
+    for (const auto& p : step)
+      for (const auto& c : p.comms)
+        for (const int m : c.ranks) members_in_world = members_in_world && m >= 0 && m < alone.world();
+    if (all && members_in_world && !same(overlap::verify::verify(step, alone), full)) std::abort();
   } catch (...) {
     std::abort();
   }
