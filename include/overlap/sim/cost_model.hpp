@@ -8,6 +8,7 @@
 /// A user replaces it (for example with measured per-op times) by deriving from `cost_model`.
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <utility>
 
@@ -31,17 +32,57 @@ class cost_model {
 
   const sim::machine& machine() const { return machine_; }
 
+  /// How a GEMM runs on `sms` SMs (`waves` 0: not in waves): each SM computes one output tile
+  /// per wave, the last wave maybe partly idle. When the tiles alone leave SMs idle and k is long
+  /// (a small m x n: the chunks of TP's ring exchange), the kernel splits k into `split` slices,
+  /// one SM each, and reduces their fp32 partial tiles through memory (cuBLAS's split-K,
+  /// cublasLt's CUBLASLT_ALGO_CONFIG_SPLITK_NUM; CUTLASS's split-K and stream-K): the split that
+  /// takes least time, written and read back at the memory-bound kernels' bandwidth.
+  struct gemm_waves {
+    std::int64_t waves = 0;
+    std::int64_t split = 1;
+    double wave_us = 0;    ///< one wave: one tile, or one k slice of it
+    double reduce_us = 0;  ///< the split's partial results through memory
+  };
+  gemm_waves waves_of(const schedule::op& o, int sms) const {
+    const sim::machine& m = machine_;
+    if (o.gemm.m <= 0 || o.gemm.n <= 0 || o.gemm.k <= 0 || m.gemm_tile_m <= 0 || m.gemm_tile_n <= 0) return {};
+    sms = std::max(1, sms);
+    const std::int64_t tiles = ceil_div(o.gemm.m, m.gemm_tile_m) * ceil_div(o.gemm.n, m.gemm_tile_n);
+    const double per_k = 2.0 * m.gemm_tile_m * m.gemm_tile_n / (m.peak_flops_per_us / m.sms * m.gemm_efficiency);
+    const double bandwidth = m.memory_bytes_per_us * m.memory_efficiency;
+    const auto with = [&](std::int64_t split) {
+      const std::int64_t slice = ceil_div(o.gemm.k, split);
+      const double partials = split > 1 ? 2.0 * static_cast<double>(split) * static_cast<double>(o.gemm.m) *
+                                              static_cast<double>(o.gemm.n) * 4
+                                        : 0;
+      return gemm_waves{ceil_div(tiles * split, sms), split, per_k * static_cast<double>(slice),
+                        bandwidth > 0 ? partials / bandwidth : 0};
+    };
+    const auto time = [](const gemm_waves& g) { return static_cast<double>(g.waves) * g.wave_us + g.reduce_us; };
+    gemm_waves best = with(1);
+    // With one wave of slices (at most sms / tiles of them, each a whole k tile at least) the time
+    // is about (k / split) per_k + split x the reduction's: least near sqrt of their ratio.
+    const std::int64_t most = std::min<std::int64_t>(sms / tiles, m.gemm_tile_k > 0 ? o.gemm.k / m.gemm_tile_k : 1);
+    if (most >= 2 && bandwidth > 0) {
+      const double per_split = 8.0 * static_cast<double>(o.gemm.m) * static_cast<double>(o.gemm.n) / bandwidth;
+      const double ideal = std::sqrt(per_k * static_cast<double>(o.gemm.k) / per_split);
+      const auto low = std::clamp<std::int64_t>(static_cast<std::int64_t>(ideal), 2, most);
+      for (const std::int64_t split : {low, std::min(low + 1, most)})
+        if (const gemm_waves g = with(split); time(g) < time(best)) best = g;
+    }
+    return best;
+  }
+
   /// A compute op running on `sms` of the GPU's SMs.
   virtual double compute_us(const schedule::op& o, int sms) const {
     const sim::machine& m = machine_;
     const double share = static_cast<double>(sms) / m.sms;
     const double memory = static_cast<double>(o.memory_bytes) / (m.memory_bytes_per_us * m.memory_efficiency);
-    if (const double wave = wave_us(o, sms); wave > 0) {
-      // Each SM computes one output tile per wave; the last wave may be partly idle. The memory-
-      // bound kernels of the GEMM's module (its norm, its activation) run before or after it.
-      const std::int64_t tiles = ceil_div(o.gemm.m, m.gemm_tile_m) * ceil_div(o.gemm.n, m.gemm_tile_n);
-      return static_cast<double>(ceil_div(tiles, std::max(1, sms))) * wave + memory;
-    }
+    // A GEMM in waves; the memory-bound kernels of its module (its norm, its activation) run
+    // before or after it.
+    if (const gemm_waves g = waves_of(o, sms); g.waves > 0)
+      return static_cast<double>(g.waves) * g.wave_us + g.reduce_us + memory;
     double efficiency = m.gemm_efficiency;
     if (o.key.type == schedule::op_type::experts_fprop || o.key.type == schedule::op_type::experts_dgrad ||
         o.key.type == schedule::op_type::experts_wgrad)
@@ -53,12 +94,7 @@ class cost_model {
 
   /// One wave of a GEMM's tiles (0: the op does not run in waves): how long its blocks hold the
   /// SMs before another kernel can get them.
-  virtual double wave_us(const schedule::op& o, int) const {
-    const sim::machine& m = machine_;
-    if (o.gemm.m <= 0 || m.gemm_tile_m <= 0 || m.gemm_tile_n <= 0) return 0;
-    const double tile_flops = 2.0 * m.gemm_tile_m * m.gemm_tile_n * static_cast<double>(o.gemm.k);
-    return tile_flops / (m.peak_flops_per_us / m.sms * m.gemm_efficiency);
-  }
+  virtual double wave_us(const schedule::op& o, int sms) const { return waves_of(o, sms).wave_us; }
 
   /// A collective or p2p op after every member of its rendezvous has launched it.
   virtual double comm_us(const schedule::op& o, const placement& where) const {

@@ -26,6 +26,7 @@ struct machine {
   double gemm_efficiency = 1;       ///< achieved fraction of the tensor peak by a large GEMM
   int gemm_tile_m = 0;              ///< output tile one SM computes per wave (0: no wave model)
   int gemm_tile_n = 0;
+  int gemm_tile_k = 0;              ///< k per tile step: a split-K slice is at least one (0: no split-K)
   /// GEMMs run as persistent kernels: one resident block per SM loops over the output tiles, so a
   /// GEMM holds the SMs it started on until it ends and another kernel gets them only then (false:
   /// its blocks retire at the end of each wave and free SMs go to whoever waits).
@@ -47,6 +48,13 @@ struct machine {
 ///   cuBLAS sm90 kernel names show 128x128 and 256x128 tiles). With those tiles the model gives
 ///   192 / 767 / 767 TFLOP/s at 1024^3 / 2048^3 / 4096^3 against the sweep's measured 177 / 677 /
 ///   789.
+/// - Split-K: a GEMM whose output tiles leave SMs idle splits k into slices of whole 64-deep k
+///   tiles (CUTLASS's sm90 bf16 kernels step k by 64: TileShape 128 x 256 x 64 / 128 x 128 x 64 in
+///   its Hopper examples) and reduces the fp32 partials; cublasLt exposes it as
+///   CUBLASLT_ALGO_CONFIG_SPLITK_NUM. Measured on Hopper (H20, bf16, k 8192): 128 x 256 rises from
+///   26 to 42 TFLOP/s with split-K, 128 x 1024 stays at 76 (deepseek-ai/DeepGEMM PR #186). No H100
+///   measurement at a TP chunk's shape (512 x 768 x 4096) was found; the model picks the split
+///   that its tile time and the partials' memory traffic make fastest, with no constant of its own.
 /// - Hopper's GEMM kernels are persistent (CUTLASS sm90 TMA warp-specialized cooperative and
 ///   ping-pong kernels launch one CTA per SM that loops over the tiles; CUTLASS's "Blackwell
 ///   Cluster Launch Control" page: with persistent scheduling "the number of SMs this kernel can
@@ -95,6 +103,7 @@ inline machine h100_node() {
                  .gemm_efficiency = 0.806,
                  .gemm_tile_m = 128,
                  .gemm_tile_n = 256,
+                 .gemm_tile_k = 64,
                  .persistent_gemms = true,
                  .grouped_gemm_efficiency = 0.245,
                  .attention_forward_efficiency = 0.675,
