@@ -6,8 +6,11 @@
 // tp8 pp16 dp64 (8,192 GPUs), and a DeepSeek-V3-like MoE on 2,048 GPUs (pp16 dp128 ep64); with
 // --scale-full, also in full (every rank) for comparison the steps whose programs fit in memory
 // here: the 2,048-GPU MoE and a 128-GPU dense tp8 pp8 vpp2 dp2 (the 1,024-GPU dense step has
-// ~36 M ops: ~15 GiB of programs). Each scale record runs in a child process forked before
-// anything else is allocated, so its peak memory (maxrss) is its own. Not run by ctest.
+// ~36 M ops: ~15 GiB of programs). Each scale record also times the verifier on the same programs
+// (once per class, or in full), after the "seconds" of generation and simulation it does not count
+// in. Each scale record runs in a child process forked before
+// anything else is allocated, so its peak memory (maxrss, the verifier's included) is its own. Not
+// run by ctest.
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -22,6 +25,7 @@
 #include <overlap/schedule/classes.hpp>
 #include <overlap/schedule/step.hpp>
 #include <overlap/sim/simulator.hpp>
+#include <overlap/verify/verify.hpp>
 
 namespace ov = overlap;
 namespace sc = overlap::schedule;
@@ -100,15 +104,21 @@ std::string run_scale(const scale_case& c, bool full, const ov::sim::cost_model&
   const ov::sim::result res = full ? ov::sim::simulate(step, cost, ov::plan::options_for(r))
                                    : ov::sim::simulate(step, cost, classes, ov::plan::options_for(r));
   const double simulate_s = since(sim_start), wall = since(start);
+  // The verifier on the same programs: once per class (the full step's findings), or in full.
+  const auto verify_start = std::chrono::steady_clock::now();
+  const std::size_t findings = full ? ov::verify::verify(step).size() : ov::verify::verify(step, classes).size();
+  const double verify_s = since(verify_start);
   const auto exposed = [&](sc::family f) { return res.exposed_comm_us[static_cast<std::size_t>(f)]; };
   char text[1024];
   std::snprintf(text, sizeof text,
                 "{\"scale\":\"%s\",\"mode\":\"%s\",\"gpus\":%d,\"simulated_ranks\":%zu,\"ops\":%zu,\"step_ops\":%zu,"
                 "\"classes_seconds\":%.3f,\"generate_seconds\":%.3f,\"simulate_seconds\":%.3f,\"seconds\":%.3f,"
+                "\"verify_seconds\":%.3f,\"findings\":%zu,"
                 "\"ops_per_second\":%.0f,\"step_ops_per_second\":%.0f,\"step_time_us\":%.1f,"
                 "\"exposed_us\":{\"tp\":%.1f,\"dp\":%.1f,\"pp\":%.1f,\"ep\":%.1f},\"deadlock\":%s",
                 c.name, full ? "full" : "classes", classes.world(), step.size(), ops, represented, full ? 0.0 : classes_s,
-                full ? classes_s : generate_s, simulate_s, wall, ops / simulate_s, represented / wall, res.step_time_us,
+                full ? classes_s : generate_s, simulate_s, wall, verify_s, findings, ops / simulate_s, represented / wall,
+                res.step_time_us,
                 exposed(sc::family::tp), exposed(sc::family::dp), exposed(sc::family::pp), exposed(sc::family::ep),
                 res.deadlock ? "true" : "false");
   return text;
