@@ -54,8 +54,9 @@ void show(std::string_view title, const overlap::schedule::workload& w, std::str
     write_timelines(dir + "/" + std::string(name) + "_" + family, plan);
   }
   const auto all = overlap::plan::plan_step(Cfg::settings, w, h100);
-  std::cout << "-- all families composed: " << all.overlap_classes.world() << " ranks, "
-            << all.overlap_step.size() << " classes --\n";
+  const std::size_t classes = all.overlap_step.size();
+  std::cout << "-- all families composed: " << all.overlap_classes.world() << " ranks in " << classes
+            << (classes == 1 ? " class" : " classes") << " of symmetric ranks --\n";
   std::printf("step_us: baseline %.0f, overlap %.0f%s\n", all.baseline.step_time_us,
               all.overlap.step_time_us, all.overlap.deadlock || all.baseline.deadlock ? "  HANG" : "");
   for (const auto f : {overlap::schedule::family::tp, overlap::schedule::family::dp,
