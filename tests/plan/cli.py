@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Runs overlap-plan and checks its exit status and output.
 
-usage: cli.py [--exit N] [--match REGEX]... [--absent REGEX]... [--big FILE] [--then-check]
-              -- overlap-plan ARGS...
+usage: cli.py [--exit N] [--match REGEX]... [--absent REGEX]... [--file-match FILE REGEX]...
+              [--big FILE] [--then-check] -- overlap-plan ARGS...
+--file-match   after the run, FILE (one the command writes) must match REGEX
 --big FILE     first writes FILE, 100 MB of YAML comments (a config far too large)
 --then-check   the command is `tune ... --json`: runs `check` with the best overrides it
                prints and requires exit status 0
@@ -13,13 +14,14 @@ def main():
     args = sys.argv[1:]
     cut = args.index("--")
     opts, cmd = args[:cut], args[cut + 1:]
-    want_exit, matches, absents, then_check = 0, [], [], False
+    want_exit, matches, absents, file_matches, then_check = 0, [], [], [], False
     i = 0
     while i < len(opts):
         o = opts[i]
         if o == "--exit": want_exit = int(opts[i + 1]); i += 2
         elif o == "--match": matches.append(opts[i + 1]); i += 2
         elif o == "--absent": absents.append(opts[i + 1]); i += 2
+        elif o == "--file-match": file_matches.append((opts[i + 1], opts[i + 2])); i += 3
         elif o == "--big":
             with open(opts[i + 1], "w") as f:
                 line = "# " + "x" * 98 + "\n"
@@ -38,6 +40,11 @@ def main():
         if not re.search(m, out, re.M): print(f"missing: {m}"); ok = False
     for m in absents:
         if re.search(m, out, re.M): print(f"present: {m}"); ok = False
+    for path, m in file_matches:
+        try:
+            with open(path, errors="replace") as f: text = f.read()
+        except OSError as e: print(f"{path}: {e}"); ok = False; continue
+        if not re.search(m, text, re.M): print(f"missing in {path}: {m}"); ok = False
     if ok and then_check:
         best = json.loads(p.stdout)["best_overrides"]
         tool, config = cmd[0], cmd[2]
