@@ -59,7 +59,7 @@ class cost_model {
       return gemm_waves{ceil_div(tiles * split, sms), split, per_k * static_cast<double>(slice),
                         bandwidth > 0 ? partials / bandwidth : 0};
     };
-    const auto time = [](const gemm_waves& g) { return static_cast<double>(g.waves) * g.wave_us + g.reduce_us; };
+    const auto total = [](const gemm_waves& g) { return static_cast<double>(g.waves) * g.wave_us + g.reduce_us; };
     gemm_waves best = with(1);
     // With one wave of slices (at most sms / tiles of them, each a whole k tile at least) the time
     // is about (k / split) per_k + split x the reduction's: least near sqrt of their ratio.
@@ -69,7 +69,7 @@ class cost_model {
       const double ideal = std::sqrt(per_k * static_cast<double>(o.gemm.k) / per_split);
       const auto low = std::clamp<std::int64_t>(static_cast<std::int64_t>(ideal), 2, most);
       for (const std::int64_t split : {low, std::min(low + 1, most)})
-        if (const gemm_waves g = with(split); time(g) < time(best)) best = g;
+        if (const gemm_waves g = with(split); total(g) < total(best)) best = g;
     }
     return best;
   }

@@ -13,7 +13,8 @@
 ///   that does not wait for every earlier reader (reuse before its readers are done).
 /// Dependencies are what program/semantics.hpp says: the order on each rank (stream and
 /// communicator FIFO, events, host syncs, NCCL groups) and the cross-rank rendezvous of matching
-/// collectives and send/recv pairs.
+/// collectives and send/recv pairs. A step generated once per class of symmetric ranks is checked
+/// on its representatives (`verify(representatives, classes)`).
 
 #include <algorithm>
 #include <cstddef>
