@@ -61,11 +61,12 @@ enum class state : unsigned char { pending, issued, launched, running, done };
 
 /// A compute op running now: its SMs, the share of its work done by `since`, its duration on its
 /// current SMs (when they change, the rest takes what the cost model says for the new count) and
-/// the time of one of its waves on them (0: not in waves).
+/// the time of one of its waves on them (0: not in waves; below 0: not asked for yet, as only a
+/// communication kernel looking for SMs needs it).
 struct computing {
   std::size_t op = 0;
   int sms = 0;
-  double done = 0, since = 0, duration = 0, wave = 0;
+  double done = 0, since = 0, duration = 0, wave = -1;
 };
 
 /// What the event loop keeps of one op: everything it reads on the op's way through the loop in
@@ -424,16 +425,21 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
     c.since = t;
     c.sms = sms;
     c.duration = checked(cost.compute_us(programs[pi].ops[c.op], sms), pi, c.op);
-    c.wave = cost.wave_us(programs[pi].ops[c.op], sms);
+    c.wave = -1;
     ranks[pi].ops[c.op].end = t + (1 - c.done) * c.duration;
     timers.set(timer_base[pi] + c.op, ranks[pi].ops[c.op].end, order_of(pi, c.op));
+  };
+  // The time of one wave of running compute op `c` of rank pi on its SMs (0: not in waves).
+  const auto wave_of = [&](std::size_t pi, detail::computing& c) {
+    if (c.wave < 0) c.wave = cost.wave_us(programs[pi].ops[c.op], c.sms);
+    return c.wave;
   };
   // When the first running compute op of the rank whose blocks hold SMs ends its current wave
   // (`t` if one is at a wave's end, or none has waves).
   const auto wave_end = [&](std::size_t pi, double t) {
     double first = never;
-    for (const detail::computing& c : ranks[pi].running) {
-      if (c.wave <= 0) return t;
+    for (detail::computing& c : ranks[pi].running) {
+      if (wave_of(pi, c) <= 0) return t;
       if (t - c.since < 1e-9) {  // blocks placed now (the op started or changed SMs) hold a whole wave
         first = std::min(first, t + c.wave);
         continue;
@@ -449,7 +455,7 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
     for (detail::computing& c : rs.running) {
       if (count <= 0) break;
       const int have = c.sms;
-      if (have < 2 || (m.persistent_gemms && c.wave > 0)) continue;
+      if (have < 2 || (m.persistent_gemms && wave_of(pi, c) > 0)) continue;
       const int taken = std::min(count, have - 1);
       resize(pi, c, have - taken, t);
       rs.free_sms += taken;
@@ -545,8 +551,7 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
               wait_for_sms();
               break;
             }
-            detail::computing c{i, rs.free_sms, 0, t, checked(cost.compute_us(p.ops[i], rs.free_sms), pi, i),
-                                cost.wave_us(p.ops[i], rs.free_sms)};
+            detail::computing c{i, rs.free_sms, 0, t, checked(cost.compute_us(p.ops[i], rs.free_sms), pi, i)};
             rs.free_sms = 0;
             s.now = state::running;
             s.start = t;
