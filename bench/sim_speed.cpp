@@ -8,9 +8,8 @@
 // here: the 2,048-GPU MoE and a 128-GPU dense tp8 pp8 vpp2 dp2 (the 1,024-GPU dense step has
 // ~36 M ops: ~15 GiB of programs). Each scale record also times the verifier on the same programs
 // (once per class, or in full), after the "seconds" of generation and simulation it does not count
-// in. Each scale record runs in a child process forked before
-// anything else is allocated, so its peak memory (maxrss, the verifier's included) is its own. Not
-// run by ctest.
+// in. Each scale record runs in a child process forked before anything else is allocated, so its
+// peak memory (maxrss, the verifier's included) is its own. Not run by ctest.
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>

@@ -603,8 +603,7 @@ int run_tune(const cli& args, const overlap_plan::document& doc, const overlap_p
       for (const ov::diagnostic& d : r) e.rules.emplace_back(d.id);
       if (!e.valid) return;
       try {
-        const auto step = ov::schedule::compose_class_step(s, *r.resolved, c.workload, cost.machine().gpus_per_node);
-        e.result = ov::sim::simulate(step.representatives, cost, step.classes, ov::plan::options_for(*r.resolved));
+        e.result = ov::plan::simulate_by_class(s, c.workload, cost).simulated;
         e.failed = e.result.deadlock;
         if (e.failed) e.failure = "hangs";
       } catch (const std::invalid_argument& x) {
@@ -624,15 +623,11 @@ int run_tune(const cli& args, const overlap_plan::document& doc, const overlap_p
   };
   // The baseline with every overlap off, for the gain, simulated alongside the config as given.
   const ov::settings off = ov::plan::detail::without_overlap(c.settings, ov::schedule::family::none);
-  const ov::resolved_settings off_r = ov::derive(off);
   ov::sim::result off_result;
   std::vector<std::size_t> best(knobs.size(), 0);
   ov::plan::parallel_for(2, [&](std::size_t i) {
     if (i == 0) evaluate_all({best});
-    else {
-      const auto step = ov::schedule::compose_class_step(off, off_r, c.workload, cost.machine().gpus_per_node);
-      off_result = ov::sim::simulate(step.representatives, cost, step.classes, ov::plan::options_for(off_r));
-    }
+    else off_result = ov::plan::simulate_by_class(off, c.workload, cost).simulated;
   }, args.threads);
   const evaluation& given_eval = seen.at(best);
   if (given_eval.failed) throw input_error(args.config + ": the step cannot be simulated: " + given_eval.failure);

@@ -81,16 +81,32 @@ inline options options_for(const resolved_settings& r) {
   return options{.cuda_device_max_connections = r.cuda_device_max_connections.value_or(8)};
 }
 
+/// A step generated and simulated once per class of symmetric ranks.
+struct class_simulation {
+  std::vector<schedule::program> step;  ///< the representatives' programs, in rank order
+  schedule::rank_classes classes;
+  result simulated;  ///< the full step's times; intervals of the representatives
+};
+
+/// The step of settings `s` (valid: see `validate`) with the families `on`, generated and simulated
+/// once per class, at the connections the settings imply. Throws as `compose_step` does.
+inline class_simulation simulate_by_class(const settings& s, const schedule::workload& w, const cost_model& cost,
+                                          schedule::family_set on = {}) {
+  const resolved_settings r = derive(s);
+  schedule::class_step made = schedule::compose_class_step(s, r, w, cost.machine().gpus_per_node, on);
+  result simulated = sim::simulate(made.representatives, cost, made.classes, options_for(r));
+  return {std::move(made.representatives), std::move(made.classes), std::move(simulated)};
+}
+
 namespace detail {
-/// The step of `s` with the families `on`, generated and simulated once per class.
+/// `simulate_by_class` into a plan's three fields of one step.
 inline void plan_class_step(const settings& s, const schedule::workload& w, const cost_model& cost,
                             schedule::family_set on, std::vector<schedule::program>& step,
                             schedule::rank_classes& classes, result& simulated) {
-  const resolved_settings r = derive(s);
-  schedule::class_step made = schedule::compose_class_step(s, r, w, cost.machine().gpus_per_node, on);
-  simulated = sim::simulate(made.representatives, cost, made.classes, options_for(r));
-  step = std::move(made.representatives);
+  class_simulation made = simulate_by_class(s, w, cost, on);
+  step = std::move(made.step);
   classes = std::move(made.classes);
+  simulated = std::move(made.simulated);
 }
 }  // namespace detail
 
