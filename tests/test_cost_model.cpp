@@ -20,8 +20,10 @@ sc::op gemm(std::int64_t m, std::int64_t n, std::int64_t k) {
 }
 }  // namespace
 
-TEST_CASE("square GEMMs run at about the measured H100 cuBLAS throughput") {
-  const overlap::sim::cost_model h100(overlap::sim::h100_node());
+TEST_CASE("square GEMMs run at about the measured H100 cuBLAS throughput at the benchmark's clock") {
+  overlap::sim::machine bench = overlap::sim::h100_node();
+  bench.sustained_clock_mhz = bench.benchmark_clock_mhz;  // a short benchmark run: no power limit
+  const overlap::sim::cost_model h100(bench);
   // bf16 TFLOP/s measured by zzc0721/torch-performance-test-data issue #79 (cited in machine.hpp).
   const struct {
     std::int64_t size;
@@ -46,8 +48,8 @@ TEST_CASE("a small m x n with a long k splits k over the idle SMs, and fewer SMs
   CHECK(split.split > 1);
   CHECK(split.waves == 1);
   CHECK(split.reduce_us > 0);
-  const double one_wave = 2.0 * 128 * 256 * 4096 / (m.peak_flops_per_us / m.sms * m.gemm_efficiency);
-  const double ideal = chunk.flops / (m.peak_flops_per_us * m.gemm_efficiency);
+  const double one_wave = 2.0 * 128 * 256 * 4096 / (h100.tensor_flops_per_us(m.gemm_efficiency) / m.sms);
+  const double ideal = chunk.flops / h100.tensor_flops_per_us(m.gemm_efficiency);
   const double us = h100.compute_us(chunk, 132);
   CHECK(us < 0.5 * one_wave);  // unsplit, 12 SMs would do all the work
   CHECK(us > ideal);           // never better than the whole GPU at the GEMM efficiency
@@ -65,4 +67,26 @@ TEST_CASE("a small m x n with a long k splits k over the idle SMs, and fewer SMs
   overlap::sim::machine no_split = m;
   no_split.gemm_tile_k = 0;
   CHECK(overlap::sim::cost_model(no_split).waves_of(chunk, 132).split == 1);
+}
+
+TEST_CASE("a training step's compute-bound time follows the sustained clock; memory-bound time does not") {
+  const overlap::sim::machine trained = overlap::sim::h100_node();
+  overlap::sim::machine bench = trained;
+  bench.sustained_clock_mhz = 0;  // the benchmarks' clock throughout
+  CHECK(trained.clock_ratio() == doctest::Approx(1575.0 / 1980.0));
+  CHECK(bench.clock_ratio() == 1);
+  const overlap::sim::cost_model at_limit(trained), benchmark(bench);
+  sc::op attention;
+  attention.kind = sc::op_kind::compute;
+  attention.key.type = sc::op_type::attn_core_fprop;
+  attention.flops = 1e12;
+  sc::op norm;
+  norm.kind = sc::op_kind::compute;
+  norm.key.type = sc::op_type::layernorm_fprop;
+  norm.memory_bytes = std::int64_t{1} << 30;
+  for (const sc::op& o : {gemm(8192, 8192, 8192), gemm(1024, 1024, 1024), attention}) {
+    CAPTURE(sc::to_string(o.key.type));
+    CHECK(at_limit.compute_us(o, 132) == doctest::Approx(benchmark.compute_us(o, 132) * 1980.0 / 1575.0));
+  }
+  CHECK(at_limit.compute_us(norm, 132) == benchmark.compute_us(norm, 132));
 }

@@ -1,7 +1,7 @@
 #pragma once
 /// @file
 /// How long an op takes. The analytic default derives a GEMM's time from its tiles and waves on
-/// the SMs it gets (at the machine's achieved GEMM efficiency) plus its module's memory-bound
+/// the SMs it gets (at the machine's achieved GEMM efficiency and sustained clock) plus its module's memory-bound
 /// kernels (norm, activation) at HBM bandwidth, routed experts' grouped GEMMs and core attention
 /// from their flops at their kernels' achieved efficiency, other compute from flops or bytes (whichever bounds it), and
 /// communication from ring / all-to-all / p2p formulas over the links its members actually use.
@@ -49,7 +49,7 @@ class cost_model {
     if (o.gemm.m <= 0 || o.gemm.n <= 0 || o.gemm.k <= 0 || m.gemm_tile_m <= 0 || m.gemm_tile_n <= 0) return {};
     sms = std::max(1, sms);
     const std::int64_t tiles = ceil_div(o.gemm.m, m.gemm_tile_m) * ceil_div(o.gemm.n, m.gemm_tile_n);
-    const double per_k = 2.0 * m.gemm_tile_m * m.gemm_tile_n / (m.peak_flops_per_us / m.sms * m.gemm_efficiency);
+    const double per_k = 2.0 * m.gemm_tile_m * m.gemm_tile_n / (tensor_flops_per_us(m.gemm_efficiency) / m.sms);
     const double bandwidth = m.memory_bytes_per_us * m.memory_efficiency;
     const auto with = [&](std::int64_t split) {
       const std::int64_t slice = ceil_div(o.gemm.k, split);
@@ -89,7 +89,13 @@ class cost_model {
       efficiency = m.grouped_gemm_efficiency;
     if (o.key.type == schedule::op_type::attn_core_fprop) efficiency = m.attention_forward_efficiency;
     if (o.key.type == schedule::op_type::attn_core_bprop) efficiency = m.attention_backward_efficiency;
-    return std::max(o.flops / (m.peak_flops_per_us * share * efficiency), memory);
+    return std::max(o.flops / (tensor_flops_per_us(efficiency) * share), memory);
+  }
+
+  /// What the whole GPU computes per microsecond at `efficiency` of its tensor peak, at the
+  /// sustained clock.
+  double tensor_flops_per_us(double efficiency) const {
+    return machine_.peak_flops_per_us * efficiency * machine_.clock_ratio();
   }
 
   /// One wave of a GEMM's tiles (0: the op does not run in waves): how long its blocks hold the

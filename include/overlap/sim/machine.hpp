@@ -38,6 +38,15 @@ struct machine {
   double memory_efficiency = 1;     ///< achieved fraction of HBM bandwidth by memory-bound kernels
   double p2p_bytes_per_us = 0;      ///< NCCL send/recv over NVLink (0: nvlink_bytes_per_us)
   double copy_engine_bytes_per_us = 0;  ///< copy-engine peer transfers over NVLink (0: nvlink)
+  /// Tensor throughput follows the SM clock. The efficiencies above are kernel benchmarks, run at
+  /// `benchmark_clock_mhz`; a training step keeps the GPU at its power limit for seconds, where
+  /// the SMs run at `sustained_clock_mhz`. Compute-bound time scales by their ratio; HBM and the
+  /// links keep their own clocks. 0 in either: the benchmarks' clock throughout.
+  double benchmark_clock_mhz = 0;
+  double sustained_clock_mhz = 0;
+  double clock_ratio() const {
+    return benchmark_clock_mhz > 0 && sustained_clock_mhz > 0 ? sustained_clock_mhz / benchmark_clock_mhz : 1;
+  }
 };
 
 /// An 8-GPU H100 SXM node. Sources (figures collected in `shared/reference/hardware.md`):
@@ -87,6 +96,14 @@ struct machine {
 /// - Launch: 3.0-3.3 us per raw kernel launch (meta-pytorch/tritonbench PR #1017): 3.
 /// - SMs of communication: NCCL runs one CTA per channel, ~16 channels on a DGX with 8 NICs
 ///   (NVIDIA/nccl issue #689); no public figure for send/recv kernels, 2 is an estimate.
+/// - Clocks: the kernel figures above are short benchmark runs, which hold the maximum boost
+///   clock, 1980 MHz (H100 SXM5 datasheet; the "1.98 GHz baseline" of deepseek-ai/DeepGEMM PR
+///   #44); none of them states its clock, so that is an assumption. Under sustained tensor load
+///   the SXM5 part reaches its 700 W limit and lowers the clock: "from 1980MHz to 1575 MHz" while
+///   overlapping computation and communication (H800, the H100's SXM5 board, deepseek-ai/DeepGEMM
+///   issue #120; locking it at 1575 did not help), and to 1.3 GHz in an FP8 GEMM stress test (PR
+///   #44). 1575 for bf16 training. (The dense bf16 peak of 989.4 TFLOP/s is 132 SMs x 4,096
+///   flops per clock at 1830 MHz: MFU below still divides by it.)
 inline machine h100_node() {
   return machine{.name = "h100",
                  .sms = 132,
@@ -110,7 +127,9 @@ inline machine h100_node() {
                  .attention_backward_efficiency = 0.449,
                  .memory_efficiency = 0.9,
                  .p2p_bytes_per_us = 180e3,
-                 .copy_engine_bytes_per_us = 374e3};
+                 .copy_engine_bytes_per_us = 374e3,
+                 .benchmark_clock_mhz = 1980,
+                 .sustained_clock_mhz = 1575};
 }
 
 /// An 8-GPU H200 node: the H100's compute and links with 4.8 TB/s HBM3e (NVIDIA H200 product page);
