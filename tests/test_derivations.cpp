@@ -30,7 +30,7 @@ struct only_fc2_ring {
 };
 }  // namespace
 
-TEST_CASE("[TE-6] undeclared slots get defaults; a wgrad slot next to a non-bulk dgrad is none") {
+TEST_CASE("[TE-6] undeclared slots get defaults, a wgrad slot next to a non-bulk dgrad is none") {
   using custom = ov::config<ov::tp<2>, ov::sequence_parallel<>, ov::tp_comm_overlap<>,
                             ov::tp_comm_overlap_cfg<only_fc2_ring>>;
   constexpr auto c = custom::resolved.tp_comm_overlap_cfg;

@@ -49,7 +49,7 @@ std::vector<std::string> problems(const json& doc) {
 }
 }  // namespace
 
-TEST_CASE("the most specific matching pattern times an op; unmatched ops keep the analytic estimate") {
+TEST_CASE("the most specific matching pattern times an op, unmatched ops keep the analytic estimate") {
   const json doc = {
       {"compute_us",
        {{"fc1_fprop", 800.0}, {"fc1_fprop l3", 900.0}, {"fc1_fprop l3 mb1", 950.0}, {"* l0", 150.0},
@@ -173,7 +173,7 @@ TEST_CASE("every problem of a document is reported at once, with its JSON path")
                        std::invalid_argument);
 }
 
-TEST_CASE("a file that cannot be read or is not JSON is a runtime_error; its bad entries are invalid_argument") {
+TEST_CASE("a file that cannot be read or is not JSON is a runtime_error, its bad entries are invalid_argument") {
   const std::string path = "measured_cost_test_file.json";
   const auto load = [&](const std::string& text) {
     std::ofstream(path) << text;

@@ -84,7 +84,7 @@ TEST_CASE("validate() on out-of-domain run-time values reports only OPT-3") {
   CHECK(ov::validate(s).violates("OPT-3"));
 }
 
-TEST_CASE("cfg::settings holds the user's values; short and long names are one field") {
+TEST_CASE("cfg::settings holds the user's values, short and long names are one field") {
   using short_names = ov::config<ov::tp<2>, ov::pp<2>, ov::dp<4>, ov::sequence_parallel<>>;
   using long_names =
       ov::config<ov::tensor_model_parallel_size<2>, ov::pipeline_model_parallel_size<2>,

@@ -58,7 +58,7 @@ const sim::interval& interval_of(const sim::result& r, int rank, int op) {
 
 }  // namespace
 
-TEST_CASE("a collective on its own stream overlaps compute; on the compute stream it does not") {
+TEST_CASE("a collective on its own stream overlaps compute, on the compute stream it does not") {
   const sim::cost_model cost(toy());
   std::vector<sc::program> overlapped, serial;
   for (int rank = 0; rank < 2; ++rank) {

@@ -149,7 +149,7 @@ TEST_CASE("all-gather and reduce-scatter counts are per rank: the input part and
   CHECK(s().log == expected);
 }
 
-TEST_CASE("capture forks every stream from stream 0, issues the step, joins them back; replay launches it") {
+TEST_CASE("capture forks every stream from stream 0, issues the step, joins them back, replay launches it") {
   reset();
   const sc::program p = small_program();
   const auto comms = comms_for(p);

@@ -90,7 +90,7 @@ TEST_CASE("a missing communicator or buffer provider is named with the op that n
                  "(buffer(const schedule::op&))") != std::string::npos);
 }
 
-TEST_CASE("a buffer smaller than its op needs is rejected; exactly enough passes") {
+TEST_CASE("a buffer smaller than its op needs is rejected, exactly enough passes") {
   const sc::program p = two_rank_program();
   const auto comms = comms_for(p);
   const std::string at = "rank 3, op 3 'dp_param_gather b0' (all_gather on 'dp', stream 1): ";
