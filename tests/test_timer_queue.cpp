@@ -1,5 +1,6 @@
 // The simulator's timer queue: each id holds one time; setting it again moves it (earlier or
-// later), ties come out by their order key, and a popped timer can be set again.
+// later), removing it takes it out, ties come out by their order key, and a popped or removed
+// timer can be set again.
 #include <doctest/doctest.h>
 
 #include <cstdint>
@@ -22,7 +23,7 @@ TEST_CASE("timers come out by time, then by order key") {
   CHECK(ids == std::vector<std::size_t>{1, 3, 2, 0});
 }
 
-TEST_CASE("setting a timer again moves it; set_earlier only moves it earlier") {
+TEST_CASE("setting a timer again moves it, set_earlier only moves it earlier") {
   timer_queue q(3);
   q.set(0, 5.0, 0);
   q.set(1, 4.0, 1);
@@ -44,17 +45,42 @@ TEST_CASE("setting a timer again moves it; set_earlier only moves it earlier") {
   CHECK(q.empty());
 }
 
-TEST_CASE("random moves keep the queue's order (against a brute-force minimum)") {
+TEST_CASE("a removed timer never fires, removing one that is not set does nothing") {
+  timer_queue q(4);
+  q.set(0, 1.0, 0);
+  q.set(1, 2.0, 1);
+  q.set(2, 3.0, 2);
+  CHECK(q.time_of(1) == 2.0);
+  q.remove(0);  // the earliest
+  q.remove(3);  // not set
+  CHECK_FALSE(q.contains(0));
+  CHECK(q.top_time() == 2.0);
+  q.remove(2);  // the last entry
+  q.set(0, 5.0, 0);  // a removed timer can be set again
+  CHECK(q.pop().id == 1);
+  CHECK(q.pop().id == 0);
+  CHECK(q.empty());
+}
+
+TEST_CASE("random moves and removals keep the queue's order (against a brute-force minimum)") {
   constexpr std::size_t n = 64;
   timer_queue q(n);
   std::vector<double> at(n, -1);  // -1: not set
   std::mt19937 rng(7);
   std::uniform_int_distribution<int> pick(0, static_cast<int>(n) - 1), when(0, 20);
   for (int step = 0; step < 20000; ++step) {
-    if (rng() % 3 != 0) {
+    const auto action = rng() % 4;
+    if (action < 2) {
       const auto id = static_cast<std::size_t>(pick(rng));
       at[id] = when(rng);
       q.set(id, at[id], id);
+      continue;
+    }
+    if (action == 2) {
+      const auto id = static_cast<std::size_t>(pick(rng));
+      REQUIRE(q.contains(id) == (at[id] >= 0));
+      q.remove(id);
+      at[id] = -1;
       continue;
     }
     std::size_t best = n;

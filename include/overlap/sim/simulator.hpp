@@ -110,6 +110,18 @@ struct rank_state {
   std::size_t next_issue = 0;
   double host_time = 0;
   int free_sms = 0;
+  /// Communication ops launched and not done: while there are none, no other rank can change
+  /// this one's state, so it runs ahead on its own (see `simulate`).
+  std::uint32_t comm_active = 0;
+  bool ahead = false;      ///< running ahead: its timers are `running`'s ends and `wake_at`
+  double wake_at = never;  ///< its wake-up while running ahead
+  /// It stopped running ahead before launching a communication op at `suspended_at`: its dispatch
+  /// goes on from queue_order[resume_index] (that queue to be looked at again), with `progressed`
+  /// as it was, once the other ranks have reached that time.
+  bool suspended = false;
+  bool resume_progressed = false;
+  std::size_t resume_index = 0;
+  double suspended_at = 0;
 };
 
 /// Sorts intervals ((start, end) pairs) and merges overlapping ones, dropping empty ones.
@@ -348,12 +360,21 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
     return std::span<const std::size_t>(links.data() + link_begin[g], link_begin[g + 1] - link_begin[g]);
   };
 
-  // Timers: a compute op's end (rank's timer_base + op), a transfer's end (total_ops + group)
-  // and a rank's wake-up (total_ops + groups + rank: the host's issue of a queue head comes due,
-  // or a GEMM's wave ends).
-  detail::timer_queue timers(total_ops + groups + programs.size());
-  const std::size_t group_timers = total_ops, wake_timers = total_ops + groups;
-  const auto wake_up = [&](std::size_t pi, double at) { timers.set_earlier(wake_timers + pi, at, order_of(pi, wake)); };
+  // Timers: a compute op's end (rank's timer_base + op), a transfer's end (total_ops + group),
+  // a rank's wake-up (total_ops + groups + rank: the host's issue of a queue head comes due, or a
+  // GEMM's wave ends) and a suspended rank's resumption (after those: see run_ahead). A rank
+  // running ahead keeps its own instead.
+  detail::timer_queue timers(total_ops + groups + 2 * programs.size());
+  const std::size_t group_timers = total_ops, wake_timers = total_ops + groups,
+                    resume_timers = total_ops + groups + programs.size();
+  const auto wake_up = [&](std::size_t pi, double at) {
+    if (ranks[pi].ahead) ranks[pi].wake_at = std::min(ranks[pi].wake_at, at);
+    else timers.set_earlier(wake_timers + pi, at, order_of(pi, wake));
+  };
+  // Compute op i of rank pi now ends at ranks[pi].ops[i].end.
+  const auto ends_at = [&](std::size_t pi, std::size_t i) {
+    if (!ranks[pi].ahead) timers.set(timer_base[pi] + i, ranks[pi].ops[i].end, order_of(pi, i));
+  };
 
   const auto examine = [](detail::rank_state& rs, std::size_t q) {
     rs.examining += !rs.queues[q].examine;
@@ -427,7 +448,7 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
     c.duration = checked(cost.compute_us(programs[pi].ops[c.op], sms), pi, c.op);
     c.wave = -1;
     ranks[pi].ops[c.op].end = t + (1 - c.done) * c.duration;
-    timers.set(timer_base[pi] + c.op, ranks[pi].ops[c.op].end, order_of(pi, c.op));
+    ends_at(pi, c.op);
   };
   // The time of one wave of running compute op `c` of rank pi on its SMs (0: not in waves).
   const auto wave_of = [&](std::size_t pi, detail::computing& c) {
@@ -475,6 +496,10 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
     }
   };
 
+  const auto head_op = [&](const detail::rank_state& rs, std::size_t q) { return rs.queue_ops[rs.queues[q].next]; };
+  const auto has_head = [&](const detail::rank_state& rs, std::size_t q) {
+    return rs.queues[q].next < rs.queues[q].end && rs.ops[head_op(rs, q)].now != state::pending;
+  };
   // Dispatches what rank pi can start at `t`: the host issues until a host sync whose work is
   // not finished; each hardware queue dispatches its head while the head can start, the queues
   // whose heads are on higher-priority streams first (the block scheduler serves pending work of
@@ -483,49 +508,55 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
     const schedule::program& p = programs[pi];
     detail::rank_state& rs = ranks[pi];
     const std::size_t n = p.ops.size();
+    bool resume = rs.suspended;
+    rs.suspended = false;
     for (bool progressed = true; progressed;) {
-      progressed = false;
-      while (rs.next_issue < n) {
-        const std::size_t i = rs.next_issue;
-        detail::op_state& s = rs.ops[i];
-        if (s.kind == op_kind::host_sync) {
-          if (s.waiting > 0) break;
-          rs.host_time = std::max(rs.host_time, t);
-          s.start = s.end = rs.host_time;
-          finish(rs, i);
-        } else {
-          rs.host_time += m.launch_us;
-          s.issued_at = rs.host_time;
-          s.now = state::issued;
-          examine(rs, s.queue);
+      std::size_t k = 0;  // into queue_order
+      if (resume) {  // the pass it was suspended in goes on
+        resume = false;
+        progressed = rs.resume_progressed;
+        k = rs.resume_index;
+      } else {
+        progressed = false;
+        while (rs.next_issue < n) {
+          const std::size_t i = rs.next_issue;
+          detail::op_state& s = rs.ops[i];
+          if (s.kind == op_kind::host_sync) {
+            if (s.waiting > 0) break;
+            rs.host_time = std::max(rs.host_time, t);
+            s.start = s.end = rs.host_time;
+            finish(rs, i);
+          } else {
+            rs.host_time += m.launch_us;
+            s.issued_at = rs.host_time;
+            s.now = state::issued;
+            examine(rs, s.queue);
+          }
+          ++rs.next_issue;
+          progressed = true;
         }
-        ++rs.next_issue;
-        progressed = true;
+        if (rs.examining == 0) break;  // no head to look at: nothing can start
+        if (!rs.fixed_order) {
+          rs.queue_order.clear();
+          for (std::size_t q = 0; q < rs.queues.size(); ++q)
+            if (rs.queues[q].examine && has_head(rs, q)) rs.queue_order.push_back(q);
+          if (rs.queue_order.size() > 1)
+            std::stable_sort(rs.queue_order.begin(), rs.queue_order.end(), [&](std::size_t a, std::size_t b) {
+              return p.streams[static_cast<std::size_t>(p.ops[head_op(rs, a)].stream)].priority <
+                     p.streams[static_cast<std::size_t>(p.ops[head_op(rs, b)].stream)].priority;
+            });
+        }
       }
-      if (rs.examining == 0) break;  // no head to look at: nothing can start
-      const auto head_op = [&](std::size_t q) { return rs.queue_ops[rs.queues[q].next]; };
-      const auto has_head = [&](std::size_t q) {
-        return rs.queues[q].next < rs.queues[q].end && rs.ops[head_op(q)].now != state::pending;
-      };
-      if (!rs.fixed_order) {
-        rs.queue_order.clear();
-        for (std::size_t q = 0; q < rs.queues.size(); ++q)
-          if (rs.queues[q].examine && has_head(q)) rs.queue_order.push_back(q);
-        if (rs.queue_order.size() > 1)
-          std::stable_sort(rs.queue_order.begin(), rs.queue_order.end(), [&](std::size_t a, std::size_t b) {
-            return p.streams[static_cast<std::size_t>(p.ops[head_op(a)].stream)].priority <
-                   p.streams[static_cast<std::size_t>(p.ops[head_op(b)].stream)].priority;
-          });
-      }
-      for (const std::size_t q : rs.queue_order) {
+      for (; k < rs.queue_order.size(); ++k) {
+        const std::size_t q = rs.queue_order[k];
         if (!rs.queues[q].examine) continue;
         rs.queues[q].examine = false;
         --rs.examining;
         const auto wait_for_sms = [&] {
           if (std::find(rs.sm_waiters.begin(), rs.sm_waiters.end(), q) == rs.sm_waiters.end()) rs.sm_waiters.push_back(q);
         };
-        while (has_head(q)) {
-          const std::size_t i = head_op(q);
+        while (has_head(rs, q)) {
+          const std::size_t i = head_op(rs, q);
           detail::op_state& s = rs.ops[i];
           if (s.issued_at > t) {
             wake_up(pi, s.issued_at);
@@ -533,6 +564,15 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
           }
           if (s.waiting > 0) break;
           const op_kind kind = s.kind;
+          if (rs.ahead && schedule::is_communication(kind)) {
+            // A launch can change other ranks: it waits till they have reached `t`.
+            rs.suspended = true;
+            rs.resume_progressed = progressed;
+            rs.resume_index = k;
+            rs.suspended_at = t;
+            examine(rs, q);
+            return;
+          }
           if (kind == op_kind::record || kind == op_kind::wait) {
             s.start = s.end = t;
             finish(rs, i);
@@ -541,9 +581,10 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
               s.now = state::running;
               s.start = t;
               s.end = t + checked(cost.compute_us(p.ops[i], m.sms), pi, i);
-              timers.set(timer_base[pi] + i, s.end, order_of(pi, i));
+              ends_at(pi, i);
             } else {
               s.now = state::launched;
+              ++rs.comm_active;
               if (s.group >= 0) launch(static_cast<std::size_t>(s.group), t);
             }
           } else if (kind == op_kind::compute) {
@@ -556,7 +597,7 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
             s.now = state::running;
             s.start = t;
             s.end = t + c.duration;
-            timers.set(timer_base[pi] + i, s.end, order_of(pi, i));
+            ends_at(pi, i);
             rs.running.push_back(c);
             sms_changed(rs);
           } else {
@@ -584,12 +625,13 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
             s.sms = std::min(rs.free_sms, want);
             rs.free_sms -= s.sms;
             s.now = state::launched;
+            ++rs.comm_active;
             if (s.group >= 0) launch(static_cast<std::size_t>(s.group), t);
           }
           ++rs.queues[q].next;
           progressed = true;
           // The op after the queue's new head is what this queue looks at after its next dispatch,
-          // many other ranks' events from now: start fetching its state and what its cost reads.
+          // maybe many other ranks' events from now: start fetching its state and what its cost reads.
           if (rs.queues[q].next + 1 < rs.queues[q].end) {
             const std::size_t later = rs.queue_ops[rs.queues[q].next + 1];
             __builtin_prefetch(&rs.ops[later]);
@@ -613,6 +655,7 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
       for (const std::size_t l : links_of(static_cast<std::size_t>(g))) std::erase(on_link[l], static_cast<std::size_t>(g));
       reshare(links_of(static_cast<std::size_t>(g)), t);
     }
+    if (schedule::is_communication(rs.ops[i].kind)) --rs.comm_active;
     if (opt.unlimited_resources) return;
     sms_changed(rs);
     if (rs.ops[i].kind == op_kind::compute) {
@@ -650,6 +693,50 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
     touch(pi);
     complete(pi, i, t);
   };
+  // Rank pi was just dispatched and has no communication op launched: nothing another rank does
+  // can change it until it launches one, so it runs on by itself, its ops' ends and wake-up kept
+  // in its state instead of the timer queue, in the order the loop would run them: the events of
+  // one time in op order, its wake-up after them, then its dispatch. It stops before its next
+  // launch (suspended: it goes on when the loop reaches that time, after every rank's earlier
+  // events) or when nothing of its own is due. The order across ranks never changes a result, so
+  // the times are the loop's; what it saves is the queue and the cache misses of interleaving
+  // every rank's events (a data-parallel rank's compute runs mostly like this).
+  const auto run_ahead = [&](std::size_t pi) {
+    detail::rank_state& rs = ranks[pi];
+    if (opt.unlimited_resources || rs.comm_active > 0 || rs.suspended) return;
+    rs.ahead = true;
+    for (const detail::computing& c : rs.running) timers.remove(timer_base[pi] + c.op);
+    if (timers.contains(wake_timers + pi)) {
+      rs.wake_at = timers.time_of(wake_timers + pi);
+      timers.remove(wake_timers + pi);
+    }
+    for (;;) {
+      double now = rs.wake_at;
+      for (const detail::computing& c : rs.running) now = std::min(now, rs.ops[c.op].end);
+      if (now == never) break;
+      for (;;) {  // what comes due at `now`, events that come due while they run included
+        std::size_t first = wake;
+        for (const detail::computing& c : rs.running)
+          if (rs.ops[c.op].end <= now) first = std::min(first, c.op);
+        if (first != wake) {
+          complete(pi, first, now);
+          continue;
+        }
+        if (rs.wake_at <= now) {
+          rs.wake_at = never;
+          for (std::size_t q = 0; q < rs.queues.size(); ++q) examine(rs, q);
+        }
+        break;
+      }
+      dispatch(pi, now);
+      if (rs.suspended) break;
+    }
+    rs.ahead = false;
+    for (const detail::computing& c : rs.running) ends_at(pi, c.op);
+    if (rs.wake_at < never) wake_up(pi, rs.wake_at);
+    rs.wake_at = never;
+    if (rs.suspended) timers.set(resume_timers + pi, rs.suspended_at, order_of(pi, wake));
+  };
   // The members of transfers that ended at `t`, in (rank, op) order, merged with the timers'.
   std::priority_queue<std::uint64_t, std::vector<std::uint64_t>, std::greater<>> members_due;
   double t = 0;
@@ -659,6 +746,7 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
       work.pop_back();
       dirty[pi] = 0;
       dispatch(pi, t);
+      run_ahead(pi);
     }
     if (timers.empty()) break;
     t = timers.top_time();
@@ -671,6 +759,10 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
         const auto fired = timers.pop();
         if (fired.id >= group_timers && fired.id < wake_timers) {
           for (const auto& mem : matched.groups[fired.id - group_timers]) members_due.push(order_of(mem.program, mem.op));
+          continue;
+        }
+        if (fired.id >= resume_timers) {  // a suspended rank goes on
+          touch(fired.id - resume_timers);
           continue;
         }
         order = fired.order;

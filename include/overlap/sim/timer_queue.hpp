@@ -55,6 +55,21 @@ class timer_queue {
   void set_earlier(std::size_t id, double time, std::uint64_t order) {
     if (pos_[id] == absent || time < heap_[pos_[id]].time) set(id, time, order);
   }
+  /// When timer `id` fires; it must be set.
+  double time_of(std::size_t id) const { return heap_[pos_[id]].time; }
+  /// Timer `id` no longer fires (whether or not it was set).
+  void remove(std::size_t id) {
+    const std::uint32_t at = pos_[id];
+    if (at == absent) return;
+    pos_[id] = absent;
+    const entry last = heap_.back();
+    heap_.pop_back();
+    if (at == heap_.size()) return;  // it was the last entry
+    const entry old = heap_[at];
+    place(at, last);
+    if (before(last, old)) up(at);
+    else down(at);
+  }
   /// Removes and returns the earliest timer; the queue must not be empty.
   fired pop() {
     const entry first = heap_.front();
