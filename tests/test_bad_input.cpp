@@ -365,6 +365,13 @@ TEST_CASE("simulate: a cost model's NaN, infinite or negative time names the ran
   sim::machine none = sim::h100_node();
   none.sms = 0;
   CHECK(simulate_error(pair_step(), sim::cost_model(none)).find("the machine needs sms >= 1") != std::string::npos);
+  sim::machine clockless = sim::h100_node();
+  clockless.sustained_clock_mhz = -1575;
+  CHECK(simulate_error(pair_step(), sim::cost_model(clockless)).find("sustained_clock_mhz must be finite and >= 0") !=
+        std::string::npos);
+  clockless.sustained_clock_mhz = std::nan("");
+  CHECK(simulate_error(pair_step(), sim::cost_model(clockless)).find("sustained_clock_mhz must be finite and >= 0") !=
+        std::string::npos);
 }
 
 TEST_CASE("measured costs: each bad entry is reported with its JSON path") {

@@ -180,13 +180,19 @@ void for_each_link(const schedule::program& p, const schedule::op& o, int gpus_p
                               " us; a cost must be finite and >= 0");
 }
 
-/// What the event loop itself reads of the machine (the cost model reads the rest).
+/// What the event loop itself reads of the machine (the cost model reads the rest), and its
+/// clocks, which scale every compute cost.
 inline void check_machine(const machine& m) {
   if (m.sms < 1 || m.comm_sms < 0 || m.p2p_sms < 0 || !std::isfinite(m.launch_us) || m.launch_us < 0)
     throw std::invalid_argument("simulate: the machine needs sms >= 1, comm_sms and p2p_sms >= 0 and a finite "
                                 "launch_us >= 0 (it has sms " + std::to_string(m.sms) + ", comm_sms " +
                                 std::to_string(m.comm_sms) + ", p2p_sms " + std::to_string(m.p2p_sms) +
                                 ", launch_us " + std::to_string(m.launch_us) + ")");
+  const auto clock = [](double mhz) { return std::isfinite(mhz) && mhz >= 0; };
+  if (!clock(m.benchmark_clock_mhz) || !clock(m.sustained_clock_mhz))
+    throw std::invalid_argument("simulate: the machine's benchmark_clock_mhz and sustained_clock_mhz must be finite "
+                                "and >= 0, 0 for none (it has " + std::to_string(m.benchmark_clock_mhz) + " and " +
+                                std::to_string(m.sustained_clock_mhz) + ")");
 }
 
 /// Builds `rs` for program `p` (which `structure_problems` accepts) with `queues` hardware queues:
