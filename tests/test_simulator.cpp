@@ -172,6 +172,48 @@ TEST_CASE("links: concurrent transfers on one link share its bandwidth") {
   }
 }
 
+TEST_CASE("links: a rank that computes alone launches at its own time, in the others' order") {
+  const sim::cost_model cost(toy());
+  // Rank 2 computes five 1 us GEMMs with no communication in flight (it runs ahead of the others
+  // in the event loop), then an all-reduce B with rank 1 (10 us alone), then a last GEMM. Ranks 0
+  // and 1 run all-reduce A (8 us alone) from 0, and after a 2 us GEMM (on the SMs the comm
+  // kernels leave: 90 on rank 0, 80 on rank 1, which launched B at 0) all-reduce C (4 us alone),
+  // which starts at 2.5. Shares: A alone till 2.5 (2.5 done); A and C at 1/2 till 5 (A 3.75, C
+  // 1.25); A, B and C at 1/3 on rank 1's NVLink till C ends at 5 + 3 x 2.75 = 13.25 (A 1.5 and B
+  // 7.25 left); A and B at 1/2 till A ends at 16.25; B alone till 22; the last GEMM 22 .. 23.
+  const auto rank_program = [](int rank, std::vector<sc::op> ops, int streams) {
+    sc::program p;
+    p.rank = rank;
+    for (int s = 0; s < streams; ++s) p.streams.push_back({s == 0 ? sc::stream_role::compute : sc::stream_role::dp_comm, 0});
+    p.comms = {{"a", {0, 1}}, {"b", {1, 2}}, {"c", {0, 1}}};
+    p.ops = std::move(ops);
+    return p;
+  };
+  const auto pair_ops = [](bool with_b) {
+    std::vector<sc::op> ops{all_reduce(0, 0, 0, 0, 8'000), gemm(1, 0, 2e8), all_reduce(1, 2, 0, 2, 4'000)};
+    if (with_b) ops.push_back(all_reduce(2, 1, 0, 1));
+    return ops;
+  };
+  std::vector<sc::op> alone;
+  for (int layer = 0; layer < 5; ++layer) alone.push_back(gemm(0, layer, 1e8));
+  alone.push_back(all_reduce(0, 1, 0, 1));
+  alone.push_back(gemm(0, 5, 1e8));
+  std::vector<sc::program> step{rank_program(0, pair_ops(false), 2), rank_program(1, pair_ops(true), 3),
+                                rank_program(2, alone, 1)};
+  // Rank 1 issues B before its GEMM, so that B's kernel holds its SMs from 0.
+  std::swap(step[1].ops[1], step[1].ops[3]);
+  std::swap(step[1].ops[2], step[1].ops[3]);
+  const sim::result r = sim::simulate(step, cost);
+  REQUIRE_FALSE(r.deadlock);
+  CHECK(interval_of(r, 1, 2).end_us == doctest::Approx(2.5));    // rank 1's GEMM on 80 SMs
+  CHECK(interval_of(r, 2, 5).start_us == doctest::Approx(5.0));  // B
+  CHECK(interval_of(r, 0, 2).end_us == doctest::Approx(13.25));  // C
+  CHECK(interval_of(r, 0, 0).end_us == doctest::Approx(16.25));  // A
+  CHECK(interval_of(r, 2, 5).end_us == doctest::Approx(22.0));   // B
+  CHECK(interval_of(r, 2, 6).end_us == doctest::Approx(23.0));
+  CHECK(r.step_time_us == doctest::Approx(23.0));
+}
+
 TEST_CASE("a host sync on an event waits for that event only") {
   sim::machine m = toy();
   m.launch_us = 2;
