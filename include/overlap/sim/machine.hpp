@@ -133,7 +133,8 @@ inline machine h100_node() {
 }
 
 /// An 8-GPU H200 node: the H100's compute and links with 4.8 TB/s HBM3e (NVIDIA H200 product page);
-/// the achieved fractions are the H100's (no public H200 measurement was found).
+/// the achieved fractions and clocks are the H100's (the same 700 W SXM board; no public H200
+/// measurement was found).
 inline machine h200_node() {
   machine m = h100_node();
   m.name = "h200";
