@@ -36,6 +36,7 @@
 
 #include <overlap/overlap.hpp>
 #include <overlap/plan/plan.hpp>
+#include <overlap/schedule/classes.hpp>
 #include <overlap/sim/simulator.hpp>
 
 namespace ov = overlap;
@@ -56,15 +57,14 @@ void record(const char* name, const char* measure, double predicted, const char*
   pinned_missed = pinned_missed || (pinned && !in_band);
 }
 
+/// The step time, simulated once per class (the same times as in full), at the settings' own
+/// connections or at `connections`.
 double step_us(const ov::settings& s, const sc::workload& w, const ov::sim::cost_model& cost, int connections = 0) {
-  if (connections == 0) {  // at the settings' own connections: once per class (the same times)
-    const auto made = ov::plan::simulate_by_class(s, w, cost);
-    return made.simulated.deadlock ? -1 : made.simulated.step_time_us;
-  }
   const ov::resolved_settings r = ov::derive(s);
   ov::sim::options opt = ov::plan::options_for(r);
-  opt.cuda_device_max_connections = connections;
-  const auto result = ov::sim::simulate(sc::compose_step(s, r, w), cost, opt);
+  if (connections > 0) opt.cuda_device_max_connections = connections;
+  const sc::class_step made = sc::compose_class_step(s, r, w, cost.machine().gpus_per_node);
+  const auto result = ov::sim::simulate(made.representatives, cost, made.classes, opt);
   return result.deadlock ? -1 : result.step_time_us;
 }
 

@@ -27,7 +27,8 @@ struct placement {
 
 class cost_model {
  public:
-  explicit cost_model(sim::machine m) : machine_(std::move(m)) {}
+  explicit cost_model(sim::machine m)
+      : machine_(std::move(m)), sustained_peak_(machine_.peak_flops_per_us * machine_.clock_ratio()) {}
   virtual ~cost_model() = default;
 
   const sim::machine& machine() const { return machine_; }
@@ -95,7 +96,7 @@ class cost_model {
   /// What the whole GPU computes per microsecond at `efficiency` of its tensor peak, at the
   /// sustained clock.
   double tensor_flops_per_us(double efficiency) const {
-    return machine_.peak_flops_per_us * efficiency * machine_.clock_ratio();
+    return sustained_peak_ * efficiency;
   }
 
   /// One wave of a GEMM's tiles (0: the op does not run in waves): how long its blocks hold the
@@ -150,6 +151,7 @@ class cost_model {
   static std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
   sim::machine machine_;
+  double sustained_peak_;  ///< the tensor peak at the sustained clock
 };
 
 }  // namespace overlap::sim

@@ -115,13 +115,12 @@ struct rank_state {
   std::uint32_t comm_active = 0;
   bool ahead = false;      ///< running ahead: its timers are `running`'s ends and `wake_at`
   double wake_at = never;  ///< its wake-up while running ahead
-  /// It stopped running ahead before launching a communication op at `suspended_at`: its dispatch
-  /// goes on from queue_order[resume_index] (that queue to be looked at again), with `progressed`
-  /// as it was, once the other ranks have reached that time.
+  /// It stopped running ahead before launching a communication op: its dispatch goes on from
+  /// queue_order[resume_index] (that queue to be looked at again), with `progressed` as it was,
+  /// once the other ranks have reached that time.
   bool suspended = false;
   bool resume_progressed = false;
   std::size_t resume_index = 0;
-  double suspended_at = 0;
 };
 
 /// Sorts intervals ((start, end) pairs) and merges overlapping ones, dropping empty ones.
@@ -386,6 +385,10 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
     rs.examining += !rs.queues[q].examine;
     rs.queues[q].examine = true;
   };
+  // A wake-up: every head is looked at.
+  const auto examine_all = [&](detail::rank_state& rs) {
+    for (std::size_t q = 0; q < rs.queues.size(); ++q) examine(rs, q);
+  };
   // Op i of rank pi is done: its successors have one predecessor fewer to wait for, and the
   // queue of one that waits for none now has a head to look at.
   const auto finish = [&](detail::rank_state& rs, std::size_t i) {
@@ -575,7 +578,6 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
             rs.suspended = true;
             rs.resume_progressed = progressed;
             rs.resume_index = k;
-            rs.suspended_at = t;
             examine(rs, q);
             return;
           }
@@ -687,7 +689,7 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
   // What comes due at `t` for rank pi: its op i ends, or (i == wake) its wake-up.
   const auto come_due = [&](std::size_t pi, std::size_t i, double t) {
     if (i == wake) {  // a head's issue came due, or a wave ended: every head is looked at
-      for (std::size_t q = 0; q < ranks[pi].queues.size(); ++q) examine(ranks[pi], q);
+      examine_all(ranks[pi]);
       touch(pi);
       return;
     }
@@ -716,8 +718,9 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
       rs.wake_at = timers.time_of(wake_timers + pi);
       timers.remove(wake_timers + pi);
     }
+    double now = 0;
     for (;;) {
-      double now = rs.wake_at;
+      now = rs.wake_at;
       for (const detail::computing& c : rs.running) now = std::min(now, rs.ops[c.op].end);
       if (now == never) break;
       for (;;) {  // what comes due at `now`, events that come due while they run included
@@ -730,7 +733,7 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
         }
         if (rs.wake_at <= now) {
           rs.wake_at = never;
-          for (std::size_t q = 0; q < rs.queues.size(); ++q) examine(rs, q);
+          examine_all(rs);
         }
         break;
       }
@@ -741,7 +744,7 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
     for (const detail::computing& c : rs.running) ends_at(pi, c.op);
     if (rs.wake_at < never) wake_up(pi, rs.wake_at);
     rs.wake_at = never;
-    if (rs.suspended) timers.set(resume_timers + pi, rs.suspended_at, order_of(pi, wake));
+    if (rs.suspended) timers.set(resume_timers + pi, now, order_of(pi, wake));  // its last dispatch's time
   };
   // The members of transfers that ended at `t`, in (rank, op) order, merged with the timers'.
   std::priority_queue<std::uint64_t, std::vector<std::uint64_t>, std::greater<>> members_due;
