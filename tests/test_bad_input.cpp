@@ -374,6 +374,33 @@ TEST_CASE("simulate: a cost model's NaN, infinite or negative time names the ran
         std::string::npos);
 }
 
+namespace {
+/// A cost model that simulates again, in the workspace of the simulation that asks it.
+class reentrant_cost : public sim::cost_model {
+ public:
+  explicit reentrant_cost(sim::workspace& space) : cost_model(sim::h100_node()), space_(&space) {}
+  double compute_us(const sc::op& o, int sms) const override {
+    (void)sim::simulate(pair_step(), sim::cost_model(sim::h100_node()), {.reuse = space_});
+    return cost_model::compute_us(o, sms);
+  }
+
+ private:
+  sim::workspace* space_;
+};
+}  // namespace
+
+TEST_CASE("simulate: a workspace in use by another simulation is refused, and free again afterwards") {
+  sim::workspace space;
+  const reentrant_cost cost(space);
+  CHECK_THROWS_WITH_AS((void)sim::simulate(pair_step(), cost, {.reuse = &space}),
+                       doctest::Contains("options::reuse names a workspace another simulation is using"),
+                       std::invalid_argument);
+  // The refused call let go of nothing it did not hold, and the failed one let go of the workspace.
+  const sim::cost_model h100(sim::h100_node());
+  CHECK(sim::simulate(pair_step(), h100, {.reuse = &space}).step_time_us ==
+        sim::simulate(pair_step(), h100).step_time_us);
+}
+
 TEST_CASE("measured costs: each bad entry is reported with its JSON path") {
   const sim::machine h100 = sim::h100_node();
   nlohmann::json doc;

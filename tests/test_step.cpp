@@ -2,6 +2,7 @@
 // the sizes the generator refuses.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -162,4 +163,46 @@ TEST_CASE("records are issued late, so one hardware queue does not serialize wha
   MESSAGE("step " << r.step_time_us << " us; in sequence " << serial << " us");
   CHECK(r.step_time_us < 0.75 * serial);
   CHECK(r.comm_us[dp] > 0);
+}
+
+namespace {
+/// Every output of two simulations, compared exactly.
+void check_same(const overlap::sim::result& a, const overlap::sim::result& b) {
+  CHECK(a.step_time_us == b.step_time_us);
+  CHECK(a.compute_us == b.compute_us);
+  CHECK(a.comm_us == b.comm_us);
+  CHECK(a.exposed_comm_us == b.exposed_comm_us);
+  CHECK(a.deadlock == b.deadlock);
+  CHECK(a.wait_for_graph == b.wait_for_graph);
+  REQUIRE(a.intervals.size() == b.intervals.size());
+  bool same = true;
+  for (std::size_t i = 0; i < a.intervals.size(); ++i) {
+    const auto &x = a.intervals[i], &y = b.intervals[i];
+    same = same && x.rank == y.rank && x.stream == y.stream && x.op == y.op && x.start_us == y.start_us &&
+           x.end_us == y.end_us && x.transfer_us == y.transfer_us;
+  }
+  CHECK(same);
+}
+}  // namespace
+
+TEST_CASE("a workspace reused across steps of other sizes and families gives each a fresh simulation's result") {
+  const overlap::sim::cost_model h100(overlap::sim::h100_node());
+  const auto moe = all_four::schedule::generate(moe_workload());
+  sc::workload dense = moe_workload();
+  dense.moe_router_topk = dense.moe_ffn_hidden_size = 0;
+  const auto small = ov::config<ov::dp<2>>::schedule::generate(dense);
+  const auto wide = ov::config<ov::dp<16>, ov::overlap_grad_reduce<>>::schedule::generate(dense);
+  auto hang = small;  // a step that hangs: rank 1 leaves out its first collective
+  const auto first = std::find_if(hang[1].ops.begin(), hang[1].ops.end(),
+                                  [](const sc::op& o) { return o.kind == sc::op_kind::collective; });
+  REQUIRE(first != hang[1].ops.end());
+  hang[1].ops.erase(first);
+  REQUIRE(overlap::sim::simulate(hang, h100).deadlock);
+  overlap::sim::workspace space;
+  overlap::sim::options reuse{.cuda_device_max_connections = 1, .reuse = &space};
+  const std::vector<sc::program>& broken = hang;
+  for (const std::vector<sc::program>* step : {&moe, &small, &wide, &broken, &moe, &small}) {
+    const auto fresh = overlap::sim::simulate(*step, h100, {.cuda_device_max_connections = 1});
+    check_same(overlap::sim::simulate(*step, h100, reuse), fresh);
+  }
 }

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include <overlap/program/buffer_list.hpp>
 #include <overlap/program/family.hpp>
 #include <overlap/program/op_key.hpp>
 
@@ -87,8 +88,8 @@ struct op {
   /// (ncclGroupStart/End): consecutive in issue order, on one stream, launched together; stream
   /// and communicator order apply to the group as a whole, not among its members.
   int group = -1;
-  std::vector<int> reads{};   ///< indices into program::buffers
-  std::vector<int> writes{};  ///< indices into program::buffers
+  buffer_list reads{};   ///< indices into program::buffers
+  buffer_list writes{};  ///< indices into program::buffers
 
   /// The overlap family whose communication this is (none for compute and sync ops).
   schedule::family family() const { return family_of(key.type); }

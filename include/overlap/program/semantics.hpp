@@ -58,6 +58,16 @@ inline int member_index(const communicator& c, int rank) {
   return -1;
 }
 
+/// A pass over a program's ops streams more memory than the caches hold: it asks for the op
+/// `prefetch_distance` ahead of the one it reads, which then arrives while it works.
+inline constexpr std::size_t prefetch_distance = 8;
+inline void prefetch_ahead(const std::vector<op>& ops, std::size_t i) {
+  if (i + prefetch_distance >= ops.size()) return;
+  const char* const at = reinterpret_cast<const char*>(&ops[i + prefetch_distance]);
+  for (std::size_t byte = 0; byte < sizeof(op); byte += 64) __builtin_prefetch(at + byte);
+  __builtin_prefetch(at + sizeof(op) - 1);
+}
+
 /// Every structural problem of `p`; empty when each op can be read as the model says.
 inline std::vector<structure_problem> structure_problems(const program& p) {
   std::vector<structure_problem> out;
@@ -74,6 +84,7 @@ inline std::vector<structure_problem> structure_problems(const program& p) {
   for (std::size_t c = 0; c < p.comms.size(); ++c) position[c] = member_index(p.comms[c], p.rank);
   for (std::size_t i = 0; i < p.ops.size(); ++i) {
     const op& o = p.ops[i];
+    prefetch_ahead(p.ops, i);
     if (static_cast<unsigned>(o.kind) > static_cast<unsigned>(op_kind::host_sync)) {
       bad(i, structure_rule::kind, "op kind " + std::to_string(static_cast<int>(o.kind)) + " does not exist");
       continue;
@@ -148,19 +159,21 @@ class rank_order {
     first_.resize(n);
     last_.resize(n);
     preds_.reserve(2 * n);  // most ops follow one op of their stream and one of their communicator
-    for (std::size_t i = 0; i < n; ++i)
-      first_[i] = i > 0 && p.ops[i].group >= 0 && p.ops[i - 1].group == p.ops[i].group ? first_[i - 1] : i;
-    for (std::size_t i = n; i-- > 0;)
-      last_[i] = i + 1 < n && p.ops[i + 1].group >= 0 && p.ops[i + 1].group == p.ops[i].group ? last_[i + 1] : i;
 
     std::vector<fifo> streams(p.streams.size()), comms(p.comms.size());
     std::vector<long> last_record(static_cast<std::size_t>(std::max(p.num_events, 0)), -1);
     long last_sync = -1;
     offsets_.reserve(n + 1);
     offsets_.push_back(0);
-    // Op i's predecessors are appended to preds_ as they are found; close() sorts them in place.
+    // One pass over the ops (a program's ops outgrow the caches): op i's group range as it goes
+    // (a group's last member is known when the next op does not continue it), its predecessors
+    // appended to preds_ as they are found and sorted in place by close().
     for (std::size_t i = 0; i < n; ++i) {
+      prefetch_ahead(p.ops, i);
       const op& o = p.ops[i];
+      const bool continues = i > 0 && o.group >= 0 && p.ops[i - 1].group == o.group;
+      first_[i] = continues ? first_[i - 1] : i;
+      if (!continues && i > 0) close_group(i - 1);
       if (last_sync >= 0) preds_.push_back(static_cast<std::size_t>(last_sync));
       if (o.kind == op_kind::host_sync) {
         // Every op issued before it, or the latest record of its event (the ops issued after it
@@ -181,6 +194,7 @@ class rank_order {
         preds_.push_back(static_cast<std::size_t>(last_record[static_cast<std::size_t>(o.event)]));
       close();
     }
+    if (n > 0) close_group(n - 1);
   }
 
   std::size_t size() const { return first_.size(); }
@@ -214,6 +228,10 @@ class rank_order {
       group = group_first;
     }
   };
+  /// Op `last` ends its group (or is alone): the group's members learn their last.
+  void close_group(std::size_t last) {
+    for (std::size_t j = first_[last]; j <= last; ++j) last_[j] = last;
+  }
   /// Sorts the op's predecessors (preds_ from its offset on) and drops repeats.
   void close() {
     const auto first = preds_.begin() + static_cast<std::ptrdiff_t>(offsets_.back());

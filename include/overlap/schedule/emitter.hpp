@@ -110,7 +110,7 @@ class emitter {
   };
   void set_hooks(compute_hooks hooks) { hooks_ = std::move(hooks); }
 
-  void compute(int stream, op_key key, double flops, std::vector<int> reads, std::vector<int> writes,
+  void compute(int stream, op_key key, double flops, buffer_list reads, buffer_list writes,
                std::int64_t memory_bytes = 0, gemm_shape gemm = {}) {
     if (hooks_.before) hooks_.before(key);
     push({.kind = op_kind::compute, .stream = stream, .key = key, .flops = flops, .gemm = gemm,
@@ -119,21 +119,21 @@ class emitter {
   }
   /// A GEMM of `shape` (its flops follow from it).
   /// A GEMM op; `memory_bytes` are those of the memory-bound kernels its module runs around it.
-  void gemm(int stream, op_key key, gemm_shape shape, std::vector<int> reads, std::vector<int> writes,
+  void gemm(int stream, op_key key, gemm_shape shape, buffer_list reads, buffer_list writes,
             std::int64_t memory_bytes = 0) {
     const double flops = 2.0 * static_cast<double>(shape.m) * static_cast<double>(shape.n) * static_cast<double>(shape.k);
     compute(stream, key, flops, std::move(reads), std::move(writes), memory_bytes, shape);
   }
   /// A collective on communicator `comm`, numbered in the communicator's order.
   void collective(int stream, op_key key, schedule::collective c, int comm, std::int64_t bytes,
-                  std::vector<int> reads, std::vector<int> writes, int sms = -1) {
+                  buffer_list reads, buffer_list writes, int sms = -1) {
     push({.kind = op_kind::collective, .stream = stream, .key = key, .coll = c, .comm = comm,
           .seq = seq_[static_cast<std::size_t>(comm)]++, .bytes = bytes, .sms = sms,
           .reads = std::move(reads), .writes = std::move(writes)});
   }
   /// A send (reads `data`) or recv (writes `data`) with communicator rank `peer` of `comm`.
   void p2p(op_kind kind, int stream, op_key key, int comm, int peer, std::int64_t bytes,
-           std::vector<int> data, int group = -1, int sms = -1) {
+           buffer_list data, int group = -1, int sms = -1) {
     op o{.kind = kind, .stream = stream, .key = key, .comm = comm, .peer = peer, .bytes = bytes,
          .sms = sms, .group = group};
     (kind == op_kind::send ? o.reads : o.writes) = std::move(data);

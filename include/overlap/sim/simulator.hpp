@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -41,6 +42,8 @@
 
 namespace overlap::sim {
 
+class workspace;
+
 struct options {
   int cuda_device_max_connections = 8;
   /// No contention for SMs: every compute kernel gets the whole GPU and communication kernels
@@ -51,9 +54,14 @@ struct options {
   /// representative does (program/rank_classes.hpp; `class_problems` must be empty), so a
   /// rendezvous starts once its present members have launched. Not owned.
   const schedule::rank_classes* classes = nullptr;
+  /// When set, the simulation keeps its per-op state in this memory, reused from the last call
+  /// (see `workspace`). Not owned.
+  workspace* reuse = nullptr;
 };
 
 namespace detail {
+
+class workspace_lease;
 
 inline constexpr double never = std::numeric_limits<double>::infinity();
 
@@ -73,16 +81,19 @@ struct computing {
 /// one record (the ranks advance together, so an op's fields are rarely in cache; one record is
 /// one or two cache lines to fetch, where one array per field would be one each).
 struct op_state {
-  double issued_at = never;
-  double start = never;  ///< compute: kernel start; comm: transfer start
+  /// Compute: kernel start; comm: transfer start. Before that, from its issue, when the host
+  /// issued it (an op is at its queue's head, where only that time is asked, before it starts).
+  double start = never;
   double end = never;
   std::int32_t group = -1;      ///< comm: its rendezvous group, or -1
   std::uint32_t waiting = 0;    ///< predecessors (program/semantics.hpp) not done yet
   std::uint32_t succ_begin = 0;  ///< the ops that wait for it: rank_state::succ[succ_begin .. succ_end)
   std::uint32_t succ_end = 0;
   int sms = 0;  ///< comm: the SMs its kernel holds
+  std::int32_t stream = 0;  ///< the program's, for the result
   std::uint16_t queue = 0;  ///< its hardware queue
   schedule::op_kind kind = schedule::op_kind::compute;
+  schedule::family family = schedule::family::none;
   state now = state::pending;
 };
 
@@ -122,6 +133,26 @@ struct rank_state {
   bool resume_progressed = false;
   std::size_t resume_index = 0;
 };
+
+/// `rs` emptied for another program, keeping its vectors' storage.
+inline void recycle(rank_state& rs) {
+  rank_state fresh;  // every other field as a new one has it
+  fresh.ops.swap(rs.ops);
+  fresh.succ.swap(rs.succ);
+  fresh.queue_ops.swap(rs.queue_ops);
+  fresh.queues.swap(rs.queues);
+  fresh.sm_waiters.swap(rs.sm_waiters);
+  fresh.running.swap(rs.running);
+  fresh.queue_order.swap(rs.queue_order);
+  fresh.ops.clear();
+  fresh.succ.clear();
+  fresh.queue_ops.clear();
+  fresh.queues.clear();
+  fresh.sm_waiters.clear();
+  fresh.running.clear();
+  fresh.queue_order.clear();
+  rs = std::move(fresh);
+}
 
 /// Sorts intervals ((start, end) pairs) and merges overlapping ones, dropping empty ones.
 inline void merge(std::vector<std::pair<double, double>>& v) {
@@ -206,14 +237,25 @@ inline void build_rank(rank_state& rs, const schedule::program& p, std::size_t q
     throw std::length_error("simulate: rank " + std::to_string(p.rank) + " maps its streams onto " +
                             std::to_string(queues) + " hardware queues; the event loop indexes at most 65535");
   rs.ops.resize(n);
-  for (std::size_t i = 0; i < n; ++i) rs.ops[i].kind = p.ops[i].kind;
+  rs.queues.assign(queues, {});
   {
+    // One pass over the program's ops (right after rank_order's, while they are in cache); the
+    // rest reads the loop's own records.
     const schedule::rank_order order(p);
     std::vector<std::uint32_t> count(n + 1, 0);
     for (std::size_t i = 0; i < n; ++i) {
+      const schedule::op& o = p.ops[i];
+      op_state& s = rs.ops[i];
+      s.kind = o.kind;
+      s.stream = o.stream;
+      s.family = o.family();
       const auto preds = order.predecessors(i);
-      rs.ops[i].waiting = static_cast<std::uint32_t>(preds.size());
+      s.waiting = static_cast<std::uint32_t>(preds.size());
       for (const std::size_t j : preds) ++count[j + 1];
+      if (o.kind != schedule::op_kind::host_sync) {
+        s.queue = static_cast<std::uint16_t>(static_cast<std::size_t>(o.stream) % queues);
+        ++rs.queues[s.queue].end;  // its size, for now
+      }
     }
     for (std::size_t i = 0; i < n; ++i) count[i + 1] += count[i];
     rs.succ.resize(count[n]);
@@ -221,12 +263,6 @@ inline void build_rank(rank_state& rs, const schedule::program& p, std::size_t q
     for (std::size_t i = 0; i < n; ++i)
       for (const std::size_t j : order.predecessors(i)) rs.succ[rs.ops[j].succ_end++] = static_cast<std::uint32_t>(i);
   }
-  rs.queues.assign(queues, {});
-  for (std::size_t i = 0; i < n; ++i)
-    if (rs.ops[i].kind != schedule::op_kind::host_sync) {
-      rs.ops[i].queue = static_cast<std::uint16_t>(static_cast<std::size_t>(p.ops[i].stream) % queues);
-      ++rs.queues[rs.ops[i].queue].end;  // its size, for now
-    }
   std::uint32_t at = 0;
   for (hardware_queue& q : rs.queues) {
     q.next = at;
@@ -248,6 +284,64 @@ inline void build_rank(rank_state& rs, const schedule::program& p, std::size_t q
 
 }  // namespace detail
 
+/// Memory that `simulate` keeps from one call to the next (`options::reuse`): its per-op state
+/// and event queue. A step of millions of ops otherwise takes that memory fresh from the system
+/// on every call, which costs more than simulating on it (the kernel zeroes it page by page). A
+/// caller that simulates many steps keeps one per thread; a workspace serves one simulation at a
+/// time (`simulate` refuses one in use). It holds what the largest step simulated in it needed
+/// until it is destroyed.
+class workspace {
+ public:
+  workspace() = default;
+  workspace(const workspace&) = delete;
+  workspace& operator=(const workspace&) = delete;
+
+ private:
+  friend class detail::workspace_lease;
+  std::atomic<bool> in_use_{false};
+  std::vector<detail::rank_state> ranks_;
+  detail::timer_queue timers_{0};
+};
+
+namespace detail {
+
+/// The memory of one simulation: the caller's workspace, taken for the call (refused when
+/// another simulation holds it), or its own.
+class workspace_lease {
+ public:
+  explicit workspace_lease(sim::workspace* w) : shared_(w) {
+    if (shared_ && shared_->in_use_.exchange(true))
+      throw std::invalid_argument("simulate: options::reuse names a workspace another simulation is using; "
+                                  "give each thread its own");
+  }
+  workspace_lease(const workspace_lease&) = delete;
+  workspace_lease& operator=(const workspace_lease&) = delete;
+  ~workspace_lease() {
+    if (shared_) shared_->in_use_.store(false);
+  }
+  /// `count` rank states, emptied (their storage kept).
+  std::vector<rank_state>& ranks(std::size_t count) {
+    std::vector<rank_state>& r = shared_ ? shared_->ranks_ : ranks_;
+    if (r.size() > count) r.resize(count);
+    for (rank_state& rs : r) recycle(rs);
+    r.resize(count);
+    return r;
+  }
+  /// The event queue, empty, for `ids` timers.
+  timer_queue& timers(std::size_t ids) {
+    timer_queue& t = shared_ ? shared_->timers_ : timers_;
+    t.reset(ids);
+    return t;
+  }
+
+ private:
+  sim::workspace* shared_;
+  std::vector<rank_state> ranks_;
+  timer_queue timers_{0};
+};
+
+}  // namespace detail
+
 /// Simulates one step: `programs` holds one program per rank (or, with `options::classes`, per
 /// representative). Throws std::invalid_argument for a
 /// step `verify` rejects as malformed (the first problem), a machine the loop cannot run, and a
@@ -262,12 +356,22 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
   const machine& m = cost.machine();
   const int connections = std::max(1, opt.cuda_device_max_connections);
 
-  for (const schedule::program& p : programs) {
+  // Each rank's structure is checked and its loop state built in one go, while its ops are in
+  // cache.
+  detail::workspace_lease memory(opt.reuse);
+  std::vector<detail::rank_state>& ranks = memory.ranks(programs.size());
+  std::vector<std::size_t> timer_base(programs.size());  // rank's timer id of its op 0 (a compute op's end)
+  std::size_t total_ops = 0;
+  for (std::size_t pi = 0; pi < programs.size(); ++pi) {
+    const schedule::program& p = programs[pi];
     const auto problems = schedule::structure_problems(p);
     if (!problems.empty())
       throw std::invalid_argument("simulate: rank " + std::to_string(p.rank) + " op " +
                                   std::to_string(problems.front().op) + ": " + problems.front().text +
                                   " (verify::verify lists every problem)");
+    detail::build_rank(ranks[pi], p, std::max<std::size_t>(1, std::min<std::size_t>(p.streams.size(), connections)), m.sms);
+    timer_base[pi] = total_ops;
+    total_ops += p.ops.size();
   }
   if (const auto problems = schedule::step_problems(programs); !problems.empty())
     throw std::invalid_argument("simulate: rank " + std::to_string(problems.front().rank) + ": " +
@@ -282,16 +386,6 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
       detail::bad_cost(programs[pi], i, us);
     return us;
   };
-  std::vector<detail::rank_state> ranks(programs.size());
-  std::vector<std::size_t> timer_base(programs.size());  // rank's timer id of its op 0 (a compute op's end)
-  std::size_t total_ops = 0;
-  for (std::size_t pi = 0; pi < programs.size(); ++pi) {
-    const schedule::program& p = programs[pi];
-    detail::rank_state& rs = ranks[pi];
-    detail::build_rank(rs, p, std::max<std::size_t>(1, std::min<std::size_t>(p.streams.size(), connections)), m.sms);
-    timer_base[pi] = total_ops;
-    total_ops += p.ops.size();
-  }
   const schedule::rendezvous_set matched = schedule::match_rendezvous(programs, {.explain = false});
   const std::size_t groups = matched.groups.size();
   if (groups >= static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max()))
@@ -369,7 +463,7 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
   // a rank's wake-up (total_ops + groups + rank: the host's issue of a queue head comes due, or a
   // GEMM's wave ends) and a suspended rank's resumption (after those: see run_ahead). A rank
   // running ahead keeps its own instead.
-  detail::timer_queue timers(total_ops + groups + 2 * programs.size());
+  detail::timer_queue& timers = memory.timers(total_ops + groups + 2 * programs.size());
   const std::size_t group_timers = total_ops, wake_timers = total_ops + groups,
                     resume_timers = total_ops + groups + programs.size();
   const auto wake_up = [&](std::size_t pi, double at) {
@@ -537,7 +631,7 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
             finish(rs, i);
           } else {
             rs.host_time += m.launch_us;
-            s.issued_at = rs.host_time;
+            s.start = rs.host_time;  // its issue time till it starts
             s.now = state::issued;
             examine(rs, s.queue);
           }
@@ -567,8 +661,8 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
         while (has_head(rs, q)) {
           const std::size_t i = head_op(rs, q);
           detail::op_state& s = rs.ops[i];
-          if (s.issued_at > t) {
-            wake_up(pi, s.issued_at);
+          if (s.start > t) {  // not issued yet at `t`
+            wake_up(pi, s.start);
             break;
           }
           if (s.waiting > 0) break;
@@ -600,13 +694,18 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
               wait_for_sms();
               break;
             }
-            detail::computing c{i, rs.free_sms, 0, t, checked(cost.compute_us(p.ops[i], rs.free_sms), pi, i)};
+            const double duration = checked(cost.compute_us(p.ops[i], rs.free_sms), pi, i);
+            // Filled in place: a record built aside and copied in stalls on its partial stores.
+            detail::computing& c = rs.running.emplace_back();
+            c.op = i;
+            c.sms = rs.free_sms;
+            c.since = t;
+            c.duration = duration;
             rs.free_sms = 0;
             s.now = state::running;
             s.start = t;
-            s.end = t + c.duration;
+            s.end = t + duration;
             ends_at(pi, i);
-            rs.running.push_back(c);
             sms_changed(rs);
           } else {
             // A communication kernel that finds the SMs taken gets them as the running
@@ -786,11 +885,13 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
   result out;
   out.intervals.reserve(total_ops);
   std::vector<std::string> blocked;
+  std::vector<std::pair<double, double>> compute;  // one rank's at a time
+  schedule::per_family_array<std::vector<std::pair<double, double>>> comm;
   for (std::size_t pi = 0; pi < programs.size(); ++pi) {
     const schedule::program& p = programs[pi];
     const detail::rank_state& rs = ranks[pi];
-    std::vector<std::pair<double, double>> compute;
-    schedule::per_family_array<std::vector<std::pair<double, double>>> comm;
+    compute.clear();
+    for (auto& c : comm) c.clear();
     std::optional<schedule::rank_order> order;  // for the wait-for graph only
     for (std::size_t i = 0; i < p.ops.size(); ++i) {
       const op_kind kind = rs.ops[i].kind;
@@ -824,12 +925,12 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
       }
       if (kind == op_kind::host_sync) continue;
       const long g = rs.ops[i].group;
-      out.intervals.push_back({p.rank, p.ops[i].stream, static_cast<int>(i), rs.ops[i].start, rs.ops[i].end,
+      out.intervals.push_back({p.rank, rs.ops[i].stream, static_cast<int>(i), rs.ops[i].start, rs.ops[i].end,
                                g >= 0 ? transfers[static_cast<std::size_t>(g)].work : 0});
       out.step_time_us = std::max(out.step_time_us, rs.ops[i].end);
       if (kind == op_kind::compute) compute.emplace_back(rs.ops[i].start, rs.ops[i].end);
       if (schedule::is_communication(kind))
-        comm[static_cast<std::size_t>(p.ops[i].family())].emplace_back(rs.ops[i].start, rs.ops[i].end);
+        comm[static_cast<std::size_t>(rs.ops[i].family)].emplace_back(rs.ops[i].start, rs.ops[i].end);
     }
     detail::merge(compute);
     out.compute_us = std::max(out.compute_us, detail::length(compute));

@@ -17,9 +17,13 @@ namespace overlap::sim::detail {
 
 class timer_queue {
  public:
-  explicit timer_queue(std::size_t ids) {
+  explicit timer_queue(std::size_t ids) { reset(ids); }
+
+  /// Empty, for timer ids 0 .. ids-1 (keeping its storage).
+  void reset(std::size_t ids) {
     if (ids >= absent)
       throw std::length_error("simulate: " + std::to_string(ids) + " timers do not fit the event queue's 32-bit ids");
+    heap_.clear();
     pos_.assign(ids, absent);
   }
 
