@@ -1,5 +1,9 @@
 // Simulator speed: simulated ops per second for growing layers x micro-batches x ranks (the DP
-// family's steps, dp 8 to 64). Prints {"records":[...]} on stdout.
+// family's steps, dp 8 to 64). Prints {"records":[...]} on stdout. Each DP record simulates its
+// step three times: "ops_per_second" as one call does, its memory fresh from the system;
+// "reused_ops_per_second" again in the workspace that call filled (sim::workspace, as a sweep
+// reuses one); "summary_ops_per_second" in it without the per-op intervals (options::intervals,
+// as the planner's tuner runs).
 //
 // With --scale, also steps at the scale people train at, generated and simulated once per class
 // of symmetric ranks (schedule/classes.hpp): a Llama-70B-like tp8 pp8 vpp2 dp16 (1,024 GPUs) and
@@ -191,13 +195,23 @@ int main(int argc, char** argv) {
     const auto step = sc::data_parallel_step(s, ov::derive(s), w);
     std::size_t ops = 0;
     for (const auto& p : step) ops += p.ops.size();
-    const auto start = std::chrono::steady_clock::now();
-    const auto r = ov::sim::simulate(step, h100);
-    const double seconds = since(start);
+    // Once as a single call does (its memory fresh), then as a sweep does: again in a workspace
+    // the first call filled, with and without the per-op intervals.
+    const auto timed = [&](const ov::sim::options& opt, bool& deadlock) {
+      const auto start = std::chrono::steady_clock::now();
+      deadlock = ov::sim::simulate(step, h100, opt).deadlock || deadlock;
+      return since(start);
+    };
+    bool deadlock = false;
+    ov::sim::workspace space;
+    const double seconds = timed({.reuse = &space}, deadlock);
+    const double reused = timed({.reuse = &space}, deadlock);
+    const double summary = timed({.reuse = &space, .intervals = false}, deadlock);
     std::printf("%s{\"layers\":%d,\"micro_batches\":%d,\"ranks\":%zu,\"ops\":%zu,\"seconds\":%.6f,"
-                "\"ops_per_second\":%.0f,\"deadlock\":%s}",
+                "\"ops_per_second\":%.0f,\"reused_ops_per_second\":%.0f,\"summary_ops_per_second\":%.0f,"
+                "\"deadlock\":%s}",
                 first ? "" : ",", w.num_layers, w.micro_batches, step.size(), ops, seconds, ops / seconds,
-                r.deadlock ? "true" : "false");
+                ops / reused, ops / summary, deadlock ? "true" : "false");
     first = false;
   }
   std::printf("%s]}\n", scale_records.c_str());

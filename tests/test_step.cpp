@@ -185,7 +185,7 @@ void check_same(const overlap::sim::result& a, const overlap::sim::result& b) {
 }
 }  // namespace
 
-TEST_CASE("a workspace reused across steps of other sizes and families gives each a fresh simulation's result") {
+TEST_CASE("a workspace reused across steps of other sizes and families gives each a fresh simulation's result, with or without intervals") {
   const overlap::sim::cost_model h100(overlap::sim::h100_node());
   const auto moe = all_four::schedule::generate(moe_workload());
   sc::workload dense = moe_workload();
@@ -204,5 +204,12 @@ TEST_CASE("a workspace reused across steps of other sizes and families gives eac
   for (const std::vector<sc::program>* step : {&moe, &small, &wide, &broken, &moe, &small}) {
     const auto fresh = overlap::sim::simulate(*step, h100, {.cuda_device_max_connections = 1});
     check_same(overlap::sim::simulate(*step, h100, reuse), fresh);
+    // Without intervals: the same times and exposure, no per-op records.
+    overlap::sim::options brief = reuse;
+    brief.intervals = false;
+    overlap::sim::result summary = overlap::sim::simulate(*step, h100, brief);
+    CHECK(summary.intervals.empty());
+    summary.intervals = fresh.intervals;
+    check_same(summary, fresh);
   }
 }

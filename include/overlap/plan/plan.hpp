@@ -88,13 +88,22 @@ struct class_simulation {
   result simulated;  ///< the full step's times; intervals of the representatives
 };
 
+/// What a planning simulation keeps beyond the settings' own options (`options_for`).
+struct simulation_memory {
+  sim::workspace* reuse = nullptr;  ///< as options::reuse
+  bool intervals = true;            ///< as options::intervals
+};
+
 /// The step of settings `s` (valid: see `validate`) with the families `on`, generated and simulated
 /// once per class, at the connections the settings imply. Throws as `compose_step` does.
 inline class_simulation simulate_by_class(const settings& s, const schedule::workload& w, const cost_model& cost,
-                                          schedule::family_set on = {}) {
+                                          schedule::family_set on = {}, simulation_memory memory = {}) {
   const resolved_settings r = derive(s);
   schedule::class_step made = schedule::compose_class_step(s, r, w, cost.machine().gpus_per_node, on);
-  result simulated = sim::simulate(made.representatives, cost, made.classes, options_for(r));
+  options opt = options_for(r);
+  opt.reuse = memory.reuse;
+  opt.intervals = memory.intervals;
+  result simulated = sim::simulate(made.representatives, cost, made.classes, opt);
   return {std::move(made.representatives), std::move(made.classes), std::move(simulated)};
 }
 

@@ -57,6 +57,9 @@ struct options {
   /// When set, the simulation keeps its per-op state in this memory, reused from the last call
   /// (see `workspace`). Not owned.
   workspace* reuse = nullptr;
+  /// False: the result leaves `intervals` empty (its times and exposure are the same). A sweep
+  /// that compares steps by their times needs no per-op record of each.
+  bool intervals = true;
 };
 
 namespace detail {
@@ -883,7 +886,7 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
   }
 
   result out;
-  out.intervals.reserve(total_ops);
+  if (opt.intervals) out.intervals.reserve(total_ops);
   std::vector<std::string> blocked;
   std::vector<std::pair<double, double>> compute;  // one rank's at a time
   schedule::per_family_array<std::vector<std::pair<double, double>>> comm;
@@ -924,9 +927,11 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
         continue;
       }
       if (kind == op_kind::host_sync) continue;
-      const long g = rs.ops[i].group;
-      out.intervals.push_back({p.rank, rs.ops[i].stream, static_cast<int>(i), rs.ops[i].start, rs.ops[i].end,
-                               g >= 0 ? transfers[static_cast<std::size_t>(g)].work : 0});
+      if (opt.intervals) {
+        const long g = rs.ops[i].group;
+        out.intervals.push_back({p.rank, rs.ops[i].stream, static_cast<int>(i), rs.ops[i].start, rs.ops[i].end,
+                                 g >= 0 ? transfers[static_cast<std::size_t>(g)].work : 0});
+      }
       out.step_time_us = std::max(out.step_time_us, rs.ops[i].end);
       if (kind == op_kind::compute) compute.emplace_back(rs.ops[i].start, rs.ops[i].end);
       if (schedule::is_communication(kind))
