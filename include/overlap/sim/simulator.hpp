@@ -140,20 +140,17 @@ struct rank_state {
 /// `rs` emptied for another program, keeping its vectors' storage.
 inline void recycle(rank_state& rs) {
   rank_state fresh;  // every other field as a new one has it
-  fresh.ops.swap(rs.ops);
-  fresh.succ.swap(rs.succ);
-  fresh.queue_ops.swap(rs.queue_ops);
-  fresh.queues.swap(rs.queues);
-  fresh.sm_waiters.swap(rs.sm_waiters);
-  fresh.running.swap(rs.running);
-  fresh.queue_order.swap(rs.queue_order);
-  fresh.ops.clear();
-  fresh.succ.clear();
-  fresh.queue_ops.clear();
-  fresh.queues.clear();
-  fresh.sm_waiters.clear();
-  fresh.running.clear();
-  fresh.queue_order.clear();
+  const auto keep = [](auto& from, auto& to) {
+    to.swap(from);
+    to.clear();
+  };
+  keep(rs.ops, fresh.ops);
+  keep(rs.succ, fresh.succ);
+  keep(rs.queue_ops, fresh.queue_ops);
+  keep(rs.queues, fresh.queues);
+  keep(rs.sm_waiters, fresh.sm_waiters);
+  keep(rs.running, fresh.running);
+  keep(rs.queue_order, fresh.queue_order);
   rs = std::move(fresh);
 }
 
