@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -57,6 +58,9 @@ struct rank_classes {
     return out;
   }
 };
+
+/// How the backends introduce a `class_problems` finding.
+inline constexpr std::string_view class_problem_lead = "the programs cannot stand for the step of their class map: ";
 
 /// Why the programs `present` (a subset of a step, one per rank) cannot stand for the step the
 /// class map describes; empty when they can. Names the first problem found: a map that is not a

@@ -378,7 +378,7 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
                                 problems.front().reason + " (verify::verify lists every problem)");
   if (opt.classes)
     if (const std::string problem = schedule::class_problems(programs, *opt.classes); !problem.empty())
-      throw std::invalid_argument("simulate: the programs cannot stand for the step of their class map: " + problem);
+      throw std::invalid_argument("simulate: " + std::string(schedule::class_problem_lead) + problem);
   detail::check_machine(m);
   // A cost must be a finite time: NaN would stall the event loop, a negative one run time back.
   const auto checked = [&](double us, std::size_t pi, std::size_t i) {

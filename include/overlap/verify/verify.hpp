@@ -132,7 +132,7 @@ inline std::vector<finding> verify_step(const std::vector<schedule::program>& pr
   if (!out.empty()) return out;
   if (classes)
     if (const std::string problem = schedule::class_problems(programs, *classes); !problem.empty())
-      return {{-1, -1, "the programs cannot stand for the step of their class map: " + problem}};
+      return {{-1, -1, std::string(schedule::class_problem_lead) + problem}};
 
   step_graph g(programs);
   for (std::size_t pi = 0; pi < programs.size(); ++pi) local_edges(programs[pi], pi, g);
