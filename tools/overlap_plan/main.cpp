@@ -603,7 +603,7 @@ int run_tune(const cli& args, const overlap_plan::document& doc, const overlap_p
       for (const ov::diagnostic& d : r) e.rules.emplace_back(d.id);
       if (!e.valid) return;
       try {
-        e.result = ov::plan::simulate_by_class(s, c.workload, cost, {}, {.intervals = false}).simulated;
+        e.result = ov::plan::simulate_by_class(s, c.workload, cost, {}, /*intervals=*/false).simulated;
         e.failed = e.result.deadlock;
         if (e.failed) e.failure = "hangs";
       } catch (const std::invalid_argument& x) {
@@ -627,7 +627,7 @@ int run_tune(const cli& args, const overlap_plan::document& doc, const overlap_p
   std::vector<std::size_t> best(knobs.size(), 0);
   ov::plan::parallel_for(2, [&](std::size_t i) {
     if (i == 0) evaluate_all({best});
-    else off_result = ov::plan::simulate_by_class(off, c.workload, cost, {}, {.intervals = false}).simulated;
+    else off_result = ov::plan::simulate_by_class(off, c.workload, cost, {}, /*intervals=*/false).simulated;
   }, args.threads);
   const evaluation& given_eval = seen.at(best);
   if (given_eval.failed) throw input_error(args.config + ": the step cannot be simulated: " + given_eval.failure);

@@ -88,21 +88,15 @@ struct class_simulation {
   result simulated;  ///< the full step's times; intervals of the representatives
 };
 
-/// What a planning simulation keeps beyond the settings' own options (`options_for`).
-struct simulation_memory {
-  sim::workspace* reuse = nullptr;  ///< as options::reuse
-  bool intervals = true;            ///< as options::intervals
-};
-
 /// The step of settings `s` (valid: see `validate`) with the families `on`, generated and simulated
-/// once per class, at the connections the settings imply. Throws as `compose_step` does.
+/// once per class, at the connections the settings imply; the result holds per-op intervals when
+/// `intervals` (options::intervals). Throws as `compose_step` does.
 inline class_simulation simulate_by_class(const settings& s, const schedule::workload& w, const cost_model& cost,
-                                          schedule::family_set on = {}, simulation_memory memory = {}) {
+                                          schedule::family_set on = {}, bool intervals = true) {
   const resolved_settings r = derive(s);
   schedule::class_step made = schedule::compose_class_step(s, r, w, cost.machine().gpus_per_node, on);
   options opt = options_for(r);
-  opt.reuse = memory.reuse;
-  opt.intervals = memory.intervals;
+  opt.intervals = intervals;
   result simulated = sim::simulate(made.representatives, cost, made.classes, opt);
   return {std::move(made.representatives), std::move(made.classes), std::move(simulated)};
 }

@@ -68,6 +68,11 @@ inline void prefetch_ahead(const std::vector<op>& ops, std::size_t i) {
   __builtin_prefetch(at + sizeof(op) - 1);
 }
 
+/// Whether op `i` of `ops` is a later member of the NCCL group of the op before it.
+inline bool continues_group(const std::vector<op>& ops, std::size_t i) {
+  return i > 0 && ops[i].group >= 0 && ops[i - 1].group == ops[i].group;
+}
+
 /// Every structural problem of `p`; empty when each op can be read as the model says.
 inline std::vector<structure_problem> structure_problems(const program& p) {
   std::vector<structure_problem> out;
@@ -131,7 +136,7 @@ inline std::vector<structure_problem> structure_problems(const program& p) {
       }
     }
     if (o.group >= 0) {
-      const bool continues = i > 0 && p.ops[i - 1].group == o.group;
+      const bool continues = continues_group(p.ops, i);
       if (!is_communication(o.kind)) bad(i, structure_rule::group, "only communication ops can be grouped");
       else if (continues && p.ops[i - 1].stream != o.stream)
         bad(i, structure_rule::group, "a group's ops must be on one stream");
@@ -171,7 +176,7 @@ class rank_order {
     for (std::size_t i = 0; i < n; ++i) {
       prefetch_ahead(p.ops, i);
       const op& o = p.ops[i];
-      const bool continues = i > 0 && o.group >= 0 && p.ops[i - 1].group == o.group;
+      const bool continues = continues_group(p.ops, i);
       first_[i] = continues ? first_[i - 1] : i;
       if (!continues && i > 0) close_group(i - 1);
       if (last_sync >= 0) preds_.push_back(static_cast<std::size_t>(last_sync));

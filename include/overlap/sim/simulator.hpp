@@ -309,7 +309,7 @@ namespace detail {
 /// another simulation holds it), or its own.
 class workspace_lease {
  public:
-  explicit workspace_lease(sim::workspace* w) : shared_(w) {
+  explicit workspace_lease(sim::workspace* shared) : shared_(shared), w_(shared ? *shared : own_) {
     if (shared_ && shared_->in_use_.exchange(true))
       throw std::invalid_argument("simulate: options::reuse names a workspace another simulation is using; "
                                   "give each thread its own");
@@ -321,23 +321,21 @@ class workspace_lease {
   }
   /// `count` rank states, emptied (their storage kept).
   std::vector<rank_state>& ranks(std::size_t count) {
-    std::vector<rank_state>& r = shared_ ? shared_->ranks_ : ranks_;
-    if (r.size() > count) r.resize(count);
-    for (rank_state& rs : r) recycle(rs);
-    r.resize(count);
-    return r;
+    if (w_.ranks_.size() > count) w_.ranks_.resize(count);
+    for (rank_state& rs : w_.ranks_) recycle(rs);
+    w_.ranks_.resize(count);
+    return w_.ranks_;
   }
   /// The event queue, empty, for `ids` timers.
   timer_queue& timers(std::size_t ids) {
-    timer_queue& t = shared_ ? shared_->timers_ : timers_;
-    t.reset(ids);
-    return t;
+    w_.timers_.reset(ids);
+    return w_.timers_;
   }
 
  private:
   sim::workspace* shared_;
-  std::vector<rank_state> ranks_;
-  timer_queue timers_{0};
+  sim::workspace own_;  ///< when the caller gives none
+  sim::workspace& w_;
 };
 
 }  // namespace detail
