@@ -27,11 +27,16 @@ class byte_reader {
   template <class T>
   T next() {
     static_assert(std::is_trivially_copyable_v<T>);
-    T v{};
+    // Byte by byte into a zeroed buffer, then one fixed-size copy: g++ 12 -O2 miscompiled the
+    // variable-length memcpy into the value here (past the input's end it returned bytes that are
+    // not zeros; -fno-strict-aliasing or -O1 hid it), so one input decoded differently per build.
+    unsigned char raw[sizeof(T)] = {};
     const std::size_t n = sizeof(T) < size_ ? sizeof(T) : size_;
-    std::memcpy(&v, data_, n);
+    for (std::size_t i = 0; i < n; ++i) raw[i] = data_[i];
     data_ += n;
     size_ -= n;
+    T v;
+    std::memcpy(&v, raw, sizeof(T));
     return v;
   }
   bool flag() { return (next<std::uint8_t>() & 1u) != 0; }

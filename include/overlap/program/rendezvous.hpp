@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <span>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -30,8 +31,47 @@ struct match_problem {
   std::string reason;
 };
 
+/// Rendezvous groups in one flat list: group g's members are the ops that complete together.
+/// One allocation for all of them, not one per group (a TP ring exchange makes a send/recv pair
+/// per chunk).
+class group_list {
+ public:
+  std::size_t size() const { return begin_.size() - 1; }
+  bool empty() const { return size() == 0; }
+  std::span<const op_ref> operator[](std::size_t g) const {
+    return {members_.data() + begin_[g], begin_[g + 1] - begin_[g]};
+  }
+  /// Appends a member to the group being built; `close` ends that group (maybe empty).
+  void add(op_ref member) { members_.push_back(member); }
+  void close() { begin_.push_back(members_.size()); }
+  /// The group being built so far.
+  std::span<const op_ref> open() const { return {members_.data() + begin_.back(), members_.size() - begin_.back()}; }
+
+  /// Iterates over the groups, each a span of its members.
+  class iterator {
+   public:
+    iterator(const group_list& list, std::size_t g) : list_(&list), g_(g) {}
+    std::span<const op_ref> operator*() const { return (*list_)[g_]; }
+    iterator& operator++() {
+      ++g_;
+      return *this;
+    }
+    bool operator==(const iterator& other) const { return g_ == other.g_; }
+
+   private:
+    const group_list* list_;
+    std::size_t g_;
+  };
+  iterator begin() const { return {*this, 0}; }
+  iterator end() const { return {*this, size()}; }
+
+ private:
+  std::vector<op_ref> members_;
+  std::vector<std::size_t> begin_{0};
+};
+
 struct rendezvous_set {
-  std::vector<std::vector<op_ref>> groups;  ///< each: the ops that complete together
+  group_list groups;  ///< each: the ops that complete together
   /// Per group: empty when its members agree; else which ranks disagree on what (a kind, a size):
   /// NCCL would hang or corrupt memory, so the group never completes.
   std::vector<std::string> disagreement;
@@ -163,7 +203,6 @@ inline rendezvous_set match_rendezvous(const std::vector<program>& programs, mat
     for (const auto& [rank, list] : by_rank)
       if (list.size() > length) length = list.size();
     for (std::size_t k = 0; k < length; ++k) {
-      std::vector<op_ref> group;
       std::string disagrees;
       for (const int r : members[number]) {
         const auto it = by_rank.find(r);
@@ -183,7 +222,7 @@ inline rendezvous_set match_rendezvous(const std::vector<program>& programs, mat
             return "sequence number " + std::to_string(at(cur).seq) + " on " + name + " where the issue order gives " +
                    std::to_string(k);
           });
-        if (!group.empty()) {
+        if (const std::span<const op_ref> group = out.groups.open(); !group.empty()) {
           const op& a = at(group.front());
           const op& b = at(cur);
           if (a.coll != b.coll || a.bytes != b.bytes) {
@@ -200,9 +239,9 @@ inline rendezvous_set match_rendezvous(const std::vector<program>& programs, mat
                           std::string(to_string(b.coll)) + " of " + std::to_string(b.bytes) + " bytes";
           }
         }
-        group.push_back(cur);
+        out.groups.add(cur);
       }
-      out.groups.push_back(std::move(group));
+      out.groups.close();
       out.disagreement.push_back(std::move(disagrees));
     }
   }
@@ -227,7 +266,9 @@ inline rendezvous_set match_rendezvous(const std::vector<program>& programs, mat
         disagrees = "ranks " + std::to_string(rank_of(list[k])) + " and " + std::to_string(rank_of(peer)) +
                     " disagree on send/recv #" + std::to_string(k) + " on " + comm + ": " + disagrees;
       }
-      out.groups.push_back({list[k], peer});
+      out.groups.add(list[k]);
+      out.groups.add(peer);
+      out.groups.close();
       out.disagreement.push_back(std::move(disagrees));
     }
   }
