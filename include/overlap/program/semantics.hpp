@@ -21,7 +21,9 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <unordered_set>
 #include <utility>
@@ -157,10 +159,17 @@ inline std::vector<structure_problem> structure_problems(const program& p) {
 
 /// The order of one rank's ops (a program that `structure_problems` accepts): each op's
 /// predecessors on the rank, all earlier in issue order, and each op's NCCL group as a range.
+/// Op indices are 32-bit (a program of 2^32 - 1 ops or more is refused): half the memory a
+/// pass over a large program's order streams.
 class rank_order {
  public:
+  using index = std::uint32_t;
+
   explicit rank_order(const program& p) {
     const std::size_t n = p.ops.size();
+    if (n >= std::numeric_limits<index>::max())
+      throw std::length_error("rank_order: rank " + std::to_string(p.rank) + " has " + std::to_string(n) +
+                              " ops; op indices are 32-bit");
     first_.resize(n);
     last_.resize(n);
     preds_.reserve(2 * n);  // most ops follow one op of their stream and one of their communicator
@@ -173,38 +182,38 @@ class rank_order {
     // One pass over the ops (a program's ops outgrow the caches): op i's group range as it goes
     // (a group's last member is known when the next op does not continue it), its predecessors
     // appended to preds_ as they are found and sorted in place by close().
-    for (std::size_t i = 0; i < n; ++i) {
-      prefetch_ahead(p.ops, i);
-      const op& o = p.ops[i];
-      const bool continues = continues_group(p.ops, i);
-      first_[i] = continues ? first_[i - 1] : i;
-      if (!continues && i > 0) close_group(i - 1);
-      if (last_sync >= 0) preds_.push_back(static_cast<std::size_t>(last_sync));
+    for (std::size_t at = 0; at < n; ++at) {
+      prefetch_ahead(p.ops, at);
+      const op& o = p.ops[at];
+      const auto i = static_cast<index>(at);
+      const bool continues = continues_group(p.ops, at);
+      first_[at] = continues ? first_[at - 1] : i;
+      if (!continues && at > 0) close_group(i - 1);
+      if (last_sync >= 0) preds_.push_back(static_cast<index>(last_sync));
       if (o.kind == op_kind::host_sync) {
         // Every op issued before it, or the latest record of its event (the ops issued after it
         // follow it: the host issues them once it returns).
         if (o.event < 0)
-          for (std::size_t j = last_sync < 0 ? 0 : static_cast<std::size_t>(last_sync) + 1; j < i; ++j)
-            preds_.push_back(j);
+          for (index j = last_sync < 0 ? 0 : static_cast<index>(last_sync) + 1; j < i; ++j) preds_.push_back(j);
         else if (last_record[static_cast<std::size_t>(o.event)] >= 0)
-          preds_.push_back(static_cast<std::size_t>(last_record[static_cast<std::size_t>(o.event)]));
-        last_sync = static_cast<long>(i);
+          preds_.push_back(static_cast<index>(last_record[static_cast<std::size_t>(o.event)]));
+        last_sync = static_cast<long>(at);
         close();
         continue;
       }
-      streams[static_cast<std::size_t>(o.stream)].take(i, first_[i], preds_);
-      if (is_communication(o.kind)) comms[static_cast<std::size_t>(o.comm)].take(i, first_[i], preds_);
-      if (o.kind == op_kind::record) last_record[static_cast<std::size_t>(o.event)] = static_cast<long>(i);
+      streams[static_cast<std::size_t>(o.stream)].take(i, first_[at], preds_);
+      if (is_communication(o.kind)) comms[static_cast<std::size_t>(o.comm)].take(i, first_[at], preds_);
+      if (o.kind == op_kind::record) last_record[static_cast<std::size_t>(o.event)] = static_cast<long>(at);
       if (o.kind == op_kind::wait && last_record[static_cast<std::size_t>(o.event)] >= 0)
-        preds_.push_back(static_cast<std::size_t>(last_record[static_cast<std::size_t>(o.event)]));
+        preds_.push_back(static_cast<index>(last_record[static_cast<std::size_t>(o.event)]));
       close();
     }
-    if (n > 0) close_group(n - 1);
+    if (n > 0) close_group(static_cast<index>(n - 1));
   }
 
   std::size_t size() const { return first_.size(); }
   /// The ops op `i` must wait for on its rank, in issue order, each once.
-  std::span<const std::size_t> predecessors(std::size_t i) const {
+  std::span<const index> predecessors(std::size_t i) const {
     return {preds_.data() + offsets_[i], offsets_[i + 1] - offsets_[i]};
   }
   /// The first and last member of op `i`'s NCCL group (`i` itself when it is not grouped).
@@ -212,21 +221,18 @@ class rank_order {
   std::size_t group_last(std::size_t i) const { return last_[i]; }
 
  private:
-  static void append(std::vector<std::size_t>& to, const std::vector<std::size_t>& from) {
-    for (const std::size_t x : from) to.push_back(x);  // one or a few: cheaper than a range insert
-  }
   /// The order of one stream or communicator: what its next op follows (one op, or all members
   /// of the group it last took), and what a group's later members follow (taken at its start).
   struct fifo {
-    std::vector<std::size_t> after, at_group_start;
-    std::size_t group = static_cast<std::size_t>(-1);  ///< the first member of the last op's group
-    void take(std::size_t i, std::size_t group_first, std::vector<std::size_t>& preds) {
+    std::vector<index> after, at_group_start;
+    index group = std::numeric_limits<index>::max();  ///< the first member of the last op's group
+    void take(index i, index group_first, std::vector<index>& preds) {
       if (group_first != i && group == group_first) {  // a later member of the group it last took
-        append(preds, at_group_start);
+        for (const index x : at_group_start) preds.push_back(x);
         after.push_back(i);
         return;
       }
-      append(preds, after);
+      for (const index x : after) preds.push_back(x);  // one or a few: cheaper than a range insert
       at_group_start.swap(after);  // keeps both vectors' storage: no allocation per op
       after.clear();
       after.push_back(i);
@@ -234,7 +240,7 @@ class rank_order {
     }
   };
   /// Op `last` ends its group (or is alone): the group's members learn their last.
-  void close_group(std::size_t last) {
+  void close_group(index last) {
     for (std::size_t j = first_[last]; j <= last; ++j) last_[j] = last;
   }
   /// Sorts the op's predecessors (preds_ from its offset on) and drops repeats.
@@ -250,11 +256,11 @@ class rank_order {
       }
       preds_.erase(std::unique(first, preds_.end()), preds_.end());
     }
-    offsets_.push_back(preds_.size());
+    offsets_.push_back(static_cast<index>(preds_.size()));
   }
 
-  std::vector<std::size_t> first_, last_;
-  std::vector<std::size_t> offsets_, preds_;
+  std::vector<index> first_, last_;
+  std::vector<index> offsets_, preds_;
 };
 
 /// The node of a global rank with `gpus_per_node` GPUs per node.
