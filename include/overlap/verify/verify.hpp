@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <numeric>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -55,7 +56,15 @@ namespace detail {
 using schedule::op_kind;
 
 
-/// Ops of all ranks as one graph; rendezvous partners are contracted into one node.
+/// Successor lists of a graph's nodes in one array: node n's are to[begin[n] .. begin[n + 1]).
+struct adjacency {
+  std::vector<std::size_t> begin{0}, to;
+  std::span<const std::size_t> of(std::size_t n) const { return {to.data() + begin[n], begin[n + 1] - begin[n]}; }
+};
+
+/// Ops of all ranks as one graph; rendezvous partners are contracted into one node. The edges
+/// and the contracted graph's successors are flat lists (a step has millions of ops: a vector
+/// per node would be an allocation per op).
 class step_graph {
  public:
   explicit step_graph(const std::vector<schedule::program>& programs) {
@@ -66,11 +75,25 @@ class step_graph {
     }
     parent_.resize(total);
     std::iota(parent_.begin(), parent_.end(), std::size_t{0});
-    edges_.resize(total);
+    local_.begin.reserve(total + 1);
   }
 
   std::size_t node(std::size_t program, std::size_t op) const { return offset_[program] + op; }
-  void edge(std::size_t from, std::size_t to) { edges_[from].push_back(to); }
+  /// The rank's own edges, as the one semantics gives them: from each predecessor to the op.
+  /// Programs are added in order, each once.
+  void add_program(const schedule::program& p) {
+    const schedule::rank_order order(p);
+    const std::size_t base = local_.begin.size() - 1, n = p.ops.size(), first = local_.to.size();
+    // Each op's successors in issue order: counted, placed by a running sum, filled.
+    std::vector<std::size_t> count(n + 1, 0);
+    for (std::size_t i = 0; i < n; ++i)
+      for (const std::size_t j : order.predecessors(i)) ++count[j + 1];
+    for (std::size_t i = 0; i < n; ++i) count[i + 1] += count[i];
+    local_.to.resize(first + count[n]);
+    for (std::size_t i = 0; i < n; ++i) local_.begin.push_back(first + count[i + 1]);
+    for (std::size_t i = 0; i < n; ++i)
+      for (const std::size_t j : order.predecessors(i)) local_.to[first + count[j]++] = base + i;
+  }
   void unite(std::size_t a, std::size_t b) { parent_[find(a)] = find(b); }
   std::size_t find(std::size_t x) {
     while (parent_[x] != x) x = parent_[x] = parent_[parent_[x]];
@@ -78,37 +101,38 @@ class step_graph {
   }
   std::size_t size() const { return parent_.size(); }
 
-  /// The contracted graph's successors.
-  std::vector<std::vector<std::size_t>> contracted() {
-    std::vector<std::vector<std::size_t>> out(size());
+  /// The contracted graph's successors (of each root; others have none), in the order of the
+  /// edges they come from.
+  adjacency contracted() {
+    adjacency out;
+    std::vector<std::size_t> count(size() + 1, 0);
     for (std::size_t from = 0; from < size(); ++from)
-      for (const std::size_t to : edges_[from])
-        if (find(from) != find(to)) out[find(from)].push_back(find(to));
+      for (const std::size_t to : local_.of(from))
+        if (find(from) != find(to)) ++count[find(from) + 1];
+    for (std::size_t n = 0; n < size(); ++n) count[n + 1] += count[n];
+    out.begin = count;
+    out.to.resize(count[size()]);
+    for (std::size_t from = 0; from < size(); ++from)
+      for (const std::size_t to : local_.of(from))
+        if (find(from) != find(to)) out.to[count[find(from)]++] = find(to);
     return out;
   }
 
   /// Edges as added (before contraction): inside one program, from an earlier op to a later one.
-  const std::vector<std::size_t>& local_successors(std::size_t n) const { return edges_[n]; }
+  std::span<const std::size_t> local_successors(std::size_t n) const { return local_.of(n); }
 
   /// (program index, op index) of a node.
   std::pair<std::size_t, std::size_t> locate(std::size_t n) const {
-    std::size_t p = 0;
-    while (p + 1 < offset_.size() && offset_[p + 1] <= n) ++p;
+    const auto after = std::upper_bound(offset_.begin(), offset_.end(), n);
+    const auto p = static_cast<std::size_t>(after - offset_.begin()) - 1;
     return {p, n - offset_[p]};
   }
 
  private:
   std::vector<std::size_t> offset_;
   std::vector<std::size_t> parent_;
-  std::vector<std::vector<std::size_t>> edges_;
+  adjacency local_;
 };
-
-/// The rank's own edges, as the one semantics gives them: from each predecessor to the op.
-inline void local_edges(const schedule::program& p, std::size_t pi, step_graph& g) {
-  const schedule::rank_order order(p);
-  for (std::size_t i = 0; i < p.ops.size(); ++i)
-    for (const std::size_t j : order.predecessors(i)) g.edge(g.node(pi, j), g.node(pi, i));
-}
 
 /// Contracts each rendezvous into one node; unmatched communication becomes findings (a member
 /// absent by design, in a step of class representatives, is no finding).
@@ -135,7 +159,7 @@ inline std::vector<finding> verify_step(const std::vector<schedule::program>& pr
       return {{-1, -1, std::string(schedule::class_problem_lead) + problem}};
 
   step_graph g(programs);
-  for (std::size_t pi = 0; pi < programs.size(); ++pi) local_edges(programs[pi], pi, g);
+  for (const schedule::program& p : programs) g.add_program(p);
   rendezvous(programs, g, out, classes != nullptr);
   if (!out.empty()) return out;
 
@@ -144,7 +168,7 @@ inline std::vector<finding> verify_step(const std::vector<schedule::program>& pr
   std::vector<int> indegree(g.size(), 0);
   for (std::size_t n = 0; n < g.size(); ++n)
     if (g.find(n) == n)
-      for (const std::size_t m : succ[n]) ++indegree[m];
+      for (const std::size_t m : succ.of(n)) ++indegree[m];
   std::vector<std::size_t> ready, order;
   for (std::size_t n = 0; n < g.size(); ++n)
     if (g.find(n) == n && indegree[n] == 0) ready.push_back(n);
@@ -152,7 +176,7 @@ inline std::vector<finding> verify_step(const std::vector<schedule::program>& pr
     const std::size_t n = ready.back();
     ready.pop_back();
     order.push_back(n);
-    for (const std::size_t m : succ[n])
+    for (const std::size_t m : succ.of(n))
       if (--indegree[m] == 0) ready.push_back(m);
   }
   std::size_t roots = 0;
@@ -162,7 +186,7 @@ inline std::vector<finding> verify_step(const std::vector<schedule::program>& pr
     // node, and the walk between the two visits is a cycle.
     std::vector<std::vector<std::size_t>> pred(g.size());
     for (std::size_t n = 0; n < g.size(); ++n)
-      for (const std::size_t m : succ[n]) pred[m].push_back(n);
+      for (const std::size_t m : succ.of(n)) pred[m].push_back(n);
     std::size_t n = 0;
     while (g.find(n) != n || indegree[n] == 0) ++n;
     std::vector<std::size_t> path;
@@ -201,20 +225,25 @@ inline std::vector<finding> verify_step(const std::vector<schedule::program>& pr
   // it depends on, and an op depends on an earlier one of stream s if its clock for s has reached
   // it. What that does not show (a path through other ranks, or a race) is searched for in the
   // whole contracted graph, in topological order, only through nodes placed before the target.
-  std::vector<std::vector<std::vector<long>>> clock(programs.size());
-  for (std::size_t pi = 0; pi < programs.size(); ++pi) {
+  // The clocks of one program at a time (ops x streams, in one array, reused for the next).
+  std::vector<long> clock, mine;
+  std::size_t clock_streams = 0;
+  const auto clock_of = [&](std::size_t pi) {
     const auto& p = programs[pi];
-    auto& c = clock[pi];
-    c.assign(p.ops.size(), std::vector<long>(p.streams.size(), -1));
+    const std::size_t streams = p.streams.size();
+    clock_streams = streams;
+    clock.assign(p.ops.size() * streams, -1);
     for (std::size_t i = 0; i < p.ops.size(); ++i) {
-      std::vector<long> mine = c[i];  // what op i depends on; then op i itself
+      // What op i depends on; then op i itself.
+      mine.assign(clock.begin() + static_cast<std::ptrdiff_t>(i * streams),
+                  clock.begin() + static_cast<std::ptrdiff_t>((i + 1) * streams));
       if (p.ops[i].kind != schedule::op_kind::host_sync) mine[p.ops[i].stream] = static_cast<long>(i);
       for (const std::size_t m : g.local_successors(g.node(pi, i))) {
-        auto& next = c[m - g.node(pi, 0)];
-        for (std::size_t s = 0; s < next.size(); ++s) next[s] = std::max(next[s], mine[s]);
+        long* const next = clock.data() + (m - g.node(pi, 0)) * streams;
+        for (std::size_t s = 0; s < streams; ++s) next[s] = std::max(next[s], mine[s]);
       }
     }
-  }
+  };
   std::vector<std::size_t> position(g.size(), 0);
   for (std::size_t k = 0; k < order.size(); ++k) position[order[k]] = k;
   std::vector<unsigned> mark(g.size(), 0);
@@ -222,7 +251,8 @@ inline std::vector<finding> verify_step(const std::vector<schedule::program>& pr
   std::vector<std::size_t> todo;
   const auto reaches = [&](std::size_t pi, std::size_t a, std::size_t b) {
     const schedule::op& x = programs[pi].ops[a];
-    if (a < b && x.kind != schedule::op_kind::host_sync && clock[pi][b][x.stream] >= static_cast<long>(a))
+    if (a < b && x.kind != schedule::op_kind::host_sync &&
+        clock[b * clock_streams + static_cast<std::size_t>(x.stream)] >= static_cast<long>(a))
       return true;
     const std::size_t from = g.find(g.node(pi, a)), to = g.find(g.node(pi, b));
     if (from == to) return true;
@@ -231,7 +261,7 @@ inline std::vector<finding> verify_step(const std::vector<schedule::program>& pr
     while (!todo.empty()) {
       const std::size_t n = todo.back();
       todo.pop_back();
-      for (const std::size_t m : succ[n]) {
+      for (const std::size_t m : succ.of(n)) {
         if (m == to) return true;
         if (mark[m] != search && position[m] < position[to]) {
           mark[m] = search;
@@ -243,6 +273,7 @@ inline std::vector<finding> verify_step(const std::vector<schedule::program>& pr
   };
   for (std::size_t pi = 0; pi < programs.size(); ++pi) {
     const auto& p = programs[pi];
+    if (!p.buffers.empty()) clock_of(pi);  // no buffers: no op reads or writes one
     std::vector<long> writer(p.buffers.size(), -1);
     std::vector<std::vector<std::size_t>> readers(p.buffers.size());
     const auto buffer_name = [&](int b) {
