@@ -6,9 +6,8 @@
 
 #include <cstdint>
 #include <functional>
-#include <map>
+#include <unordered_map>
 #include <string>
-#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -87,9 +86,7 @@ class emitter {
   int new_group() { return groups_++; }
   /// The buffer `b` (added on first use): equal descriptions are one buffer.
   int buffer(const schedule::buffer& b) {
-    const auto key = std::make_tuple(b.kind, b.of, b.at.layer, b.at.micro_batch, b.at.chunk,
-                                     b.at.bucket, b.at.split, b.expert);
-    const auto [it, added] = buffers_.try_emplace(key, static_cast<int>(p_.buffers.size()));
+    const auto [it, added] = buffers_.try_emplace(b, static_cast<int>(p_.buffers.size()));
     if (added) p_.buffers.push_back(b);
     return it->second;
   }
@@ -183,7 +180,18 @@ class emitter {
   int groups_ = 0;
   std::vector<int> deferred_;  ///< per stream: the event whose record is not issued yet, or -1
   std::vector<std::int64_t> seq_;  ///< per communicator: collectives issued so far
-  std::map<std::tuple<buffer_kind, op_type, int, int, int, int, int, bool>, int> buffers_;
+  /// A buffer description's fields mixed into one word (a lookup per op's every buffer: a hash
+  /// table, not a tree of eight-field keys).
+  struct buffer_hash {
+    std::size_t operator()(const schedule::buffer& b) const noexcept {
+      std::uint64_t h = static_cast<std::uint64_t>(b.kind) | static_cast<std::uint64_t>(b.of) << 8 |
+                        static_cast<std::uint64_t>(b.expert) << 16;
+      for (const int v : {b.at.layer, b.at.micro_batch, b.at.chunk, b.at.bucket, b.at.split})
+        h = (h ^ static_cast<std::uint32_t>(v)) * 0x9e3779b97f4a7c15ull;
+      return static_cast<std::size_t>(h ^ (h >> 32));
+    }
+  };
+  std::unordered_map<schedule::buffer, int, buffer_hash> buffers_;
   compute_hooks hooks_;
 };
 
