@@ -587,6 +587,8 @@ int run_tune(const cli& args, const overlap_plan::document& doc, const overlap_p
     for (std::size_t i = 0; i < knobs.size(); ++i) knobs[i].choices[picks[i]].apply(s);
     return s;
   };
+  // Each worker thread simulates in memory of its own, kept from one candidate to the next.
+  std::vector<ov::sim::workspace> spaces(args.threads > 0 ? args.threads : ov::plan::default_threads());
   // Simulates the combinations of `batch` not seen yet, at once (each in its own slot, so the
   // results are the serial ones), and records them in order.
   const auto evaluate_all = [&](const std::vector<std::vector<std::size_t>>& batch) {
@@ -594,7 +596,7 @@ int run_tune(const cli& args, const overlap_plan::document& doc, const overlap_p
     for (const auto& picks : batch)
       if (!seen.contains(picks) && std::find(fresh.begin(), fresh.end(), picks) == fresh.end()) fresh.push_back(picks);
     std::vector<evaluation> done(fresh.size());
-    ov::plan::parallel_for(fresh.size(), [&](std::size_t i) {
+    ov::plan::parallel_for(fresh.size(), [&](std::size_t i, unsigned worker) {
       evaluation& e = done[i];
       e.picks = fresh[i];
       const ov::settings s = settings_of(e.picks);
@@ -603,7 +605,7 @@ int run_tune(const cli& args, const overlap_plan::document& doc, const overlap_p
       for (const ov::diagnostic& d : r) e.rules.emplace_back(d.id);
       if (!e.valid) return;
       try {
-        e.result = ov::plan::simulate_by_class(s, c.workload, cost, {}, /*intervals=*/false).simulated;
+        e.result = ov::plan::simulate_by_class(s, c.workload, cost, {}, /*intervals=*/false, &spaces[worker]).simulated;
         e.failed = e.result.deadlock;
         if (e.failed) e.failure = "hangs";
       } catch (const std::invalid_argument& x) {

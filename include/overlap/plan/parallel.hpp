@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <exception>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 namespace overlap::plan {
@@ -21,30 +22,32 @@ inline unsigned default_threads() { return std::max(1u, std::thread::hardware_co
 /// 1 runs them in order on the calling thread). Indices are handed out one at a time, so uneven
 /// work balances. Returns when every call has returned; if calls threw, every index still runs
 /// and the exception of the lowest index that threw is rethrown (what a serial loop that ran
-/// them all would report first).
+/// them all would report first). A `fn(i, worker)` also gets the index of the thread that runs
+/// it, below `threads` (0: the calling thread), for memory of its own (a `sim::workspace`).
 template <class Fn>
 void parallel_for(std::size_t n, Fn&& fn, unsigned threads = 0) {
   if (threads == 0) threads = default_threads();
   const std::size_t workers = std::min<std::size_t>(threads, n);
   std::vector<std::exception_ptr> failed(n);
-  const auto call = [&](std::size_t i) {
+  const auto call = [&](std::size_t i, unsigned worker) {
     try {
-      fn(i);
+      if constexpr (std::is_invocable_v<Fn&, std::size_t, unsigned>) fn(i, worker);
+      else fn(i);
     } catch (...) {
       failed[i] = std::current_exception();
     }
   };
   if (workers <= 1) {
-    for (std::size_t i = 0; i < n; ++i) call(i);
+    for (std::size_t i = 0; i < n; ++i) call(i, 0);
   } else {
     std::atomic<std::size_t> next{0};
-    const auto work = [&] {
-      for (std::size_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < n;) call(i);
+    const auto work = [&](unsigned worker) {
+      for (std::size_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < n;) call(i, worker);
     };
     std::vector<std::thread> pool;
     pool.reserve(workers - 1);
-    for (std::size_t t = 1; t < workers; ++t) pool.emplace_back(work);
-    work();
+    for (std::size_t t = 1; t < workers; ++t) pool.emplace_back(work, static_cast<unsigned>(t));
+    work(0);
     for (std::thread& t : pool) t.join();
   }
   for (const std::exception_ptr& e : failed)

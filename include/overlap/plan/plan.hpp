@@ -23,6 +23,7 @@ namespace overlap::plan {
 using sim::cost_model;
 using sim::options;
 using sim::result;
+using sim::workspace;
 
 struct family_plan {
   schedule::family family = schedule::family::none;  ///< none: all families composed
@@ -90,13 +91,16 @@ struct class_simulation {
 
 /// The step of settings `s` (valid: see `validate`) with the families `on`, generated and simulated
 /// once per class, at the connections the settings imply; the result holds per-op intervals when
-/// `intervals` (options::intervals). Throws as `compose_step` does.
+/// `intervals` (options::intervals), and the simulation keeps its state in `reuse` when given
+/// (options::reuse). Throws as `compose_step` does.
 inline class_simulation simulate_by_class(const settings& s, const schedule::workload& w, const cost_model& cost,
-                                          schedule::family_set on = {}, bool intervals = true) {
+                                          schedule::family_set on = {}, bool intervals = true,
+                                          workspace* reuse = nullptr) {
   const resolved_settings r = derive(s);
   schedule::class_step made = schedule::compose_class_step(s, r, w, cost.machine().gpus_per_node, on);
   options opt = options_for(r);
   opt.intervals = intervals;
+  opt.reuse = reuse;
   result simulated = sim::simulate(made.representatives, cost, made.classes, opt);
   return {std::move(made.representatives), std::move(made.classes), std::move(simulated)};
 }

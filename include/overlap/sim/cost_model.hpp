@@ -53,7 +53,7 @@ class cost_model {
     const double per_k = 2.0 * m.gemm_tile_m * m.gemm_tile_n / (tensor_flops_per_us(m.gemm_efficiency) / m.sms);
     const double bandwidth = m.memory_bytes_per_us * m.memory_efficiency;
     const auto with = [&](std::int64_t split) {
-      const std::int64_t slice = ceil_div(o.gemm.k, split);
+      const std::int64_t slice = split > 1 ? ceil_div(o.gemm.k, split) : o.gemm.k;
       const double partials = split > 1 ? 2.0 * static_cast<double>(split) * static_cast<double>(o.gemm.m) *
                                               static_cast<double>(o.gemm.n) * 4
                                         : 0;
@@ -64,7 +64,9 @@ class cost_model {
     gemm_waves best = with(1);
     // With one wave of slices (at most sms / tiles of them, each a whole k tile at least) the time
     // is about (k / split) per_k + split x the reduction's: least near sqrt of their ratio.
-    const std::int64_t most = std::min<std::int64_t>(sms / tiles, m.gemm_tile_k > 0 ? o.gemm.k / m.gemm_tile_k : 1);
+    // (Most GEMMs have a tile per SM or more: then no split, and no second division.)
+    const std::int64_t per_sm = sms / tiles;
+    const std::int64_t most = per_sm < 2 ? per_sm : std::min<std::int64_t>(per_sm, m.gemm_tile_k > 0 ? o.gemm.k / m.gemm_tile_k : 1);
     if (most >= 2 && bandwidth > 0) {
       const double per_split = 8.0 * static_cast<double>(o.gemm.m) * static_cast<double>(o.gemm.n) / bandwidth;
       const double ideal = std::sqrt(per_k * static_cast<double>(o.gemm.k) / per_split);
