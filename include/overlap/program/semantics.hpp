@@ -216,6 +216,21 @@ class rank_order {
   std::span<const index> predecessors(std::size_t i) const {
     return {preds_.data() + offsets_[i], offsets_[i + 1] - offsets_[i]};
   }
+  /// Each op's successors on the rank (the ops that list it as a predecessor), in issue order:
+  /// op i's are to[begin[i] .. begin[i + 1]). Written into the caller's vectors, whose storage a
+  /// caller that sets up many programs keeps.
+  void successors(std::vector<index>& begin, std::vector<index>& to) const {
+    const std::size_t n = size();
+    begin.assign(n + 1, 0);
+    for (const index j : preds_) ++begin[j + 1];
+    for (std::size_t i = 0; i < n; ++i) begin[i + 1] += begin[i];
+    to.resize(begin[n]);
+    // begin[j] serves as op j's cursor, which ends where op j + 1's list starts; then back.
+    for (std::size_t i = 0; i < n; ++i)
+      for (const index j : predecessors(i)) to[begin[j]++] = static_cast<index>(i);
+    for (std::size_t i = n; i > 0; --i) begin[i] = begin[i - 1];
+    begin[0] = 0;
+  }
   /// The first and last member of op `i`'s NCCL group (`i` itself when it is not grouped).
   std::size_t group_first(std::size_t i) const { return first_[i]; }
   std::size_t group_last(std::size_t i) const { return last_[i]; }

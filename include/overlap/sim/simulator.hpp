@@ -112,7 +112,8 @@ struct hardware_queue {
 /// One rank's state.
 struct rank_state {
   std::vector<op_state> ops;  ///< in issue order
-  std::vector<std::uint32_t> succ;
+  std::vector<std::uint32_t> succ;  ///< each op's successors (`rank_order::successors`), op after op
+  std::vector<std::uint32_t> succ_starts;  ///< where each op's list starts in `succ` (set-up only)
   /// The hardware queues' ops in issue order, queue after queue.
   std::vector<std::uint32_t> queue_ops;
   std::vector<hardware_queue> queues;
@@ -146,6 +147,7 @@ inline void recycle(rank_state& rs) {
   };
   keep(rs.ops, fresh.ops);
   keep(rs.succ, fresh.succ);
+  keep(rs.succ_starts, fresh.succ_starts);
   keep(rs.queue_ops, fresh.queue_ops);
   keep(rs.queues, fresh.queues);
   keep(rs.sm_waiters, fresh.sm_waiters);
@@ -242,26 +244,21 @@ inline void build_rank(rank_state& rs, const schedule::program& p, std::size_t q
     // One pass over the program's ops (right after rank_order's, while they are in cache); the
     // rest reads the loop's own records.
     const schedule::rank_order order(p);
-    std::vector<std::uint32_t> count(n + 1, 0);
+    order.successors(rs.succ_starts, rs.succ);
     for (std::size_t i = 0; i < n; ++i) {
       const schedule::op& o = p.ops[i];
       op_state& s = rs.ops[i];
       s.kind = o.kind;
       s.stream = o.stream;
       s.family = o.family();
-      const auto preds = order.predecessors(i);
-      s.waiting = static_cast<std::uint32_t>(preds.size());
-      for (const std::size_t j : preds) ++count[j + 1];
+      s.waiting = static_cast<std::uint32_t>(order.predecessors(i).size());
+      s.succ_begin = rs.succ_starts[i];
+      s.succ_end = rs.succ_starts[i + 1];
       if (o.kind != schedule::op_kind::host_sync) {
         s.queue = static_cast<std::uint16_t>(static_cast<std::size_t>(o.stream) % queues);
         ++rs.queues[s.queue].end;  // its size, for now
       }
     }
-    for (std::size_t i = 0; i < n; ++i) count[i + 1] += count[i];
-    rs.succ.resize(count[n]);
-    for (std::size_t i = 0; i < n; ++i) rs.ops[i].succ_begin = rs.ops[i].succ_end = count[i];
-    for (std::size_t i = 0; i < n; ++i)
-      for (const std::size_t j : order.predecessors(i)) rs.succ[rs.ops[j].succ_end++] = static_cast<std::uint32_t>(i);
   }
   std::uint32_t at = 0;
   for (hardware_queue& q : rs.queues) {

@@ -82,17 +82,10 @@ class step_graph {
   /// The rank's own edges, as the one semantics gives them: from each predecessor to the op.
   /// Programs are added in order, each once.
   void add_program(const schedule::program& p) {
-    const schedule::rank_order order(p);
-    const std::size_t base = local_.begin.size() - 1, n = p.ops.size(), first = local_.to.size();
-    // Each op's successors in issue order: counted, placed by a running sum, filled.
-    std::vector<std::size_t> count(n + 1, 0);
-    for (std::size_t i = 0; i < n; ++i)
-      for (const std::size_t j : order.predecessors(i)) ++count[j + 1];
-    for (std::size_t i = 0; i < n; ++i) count[i + 1] += count[i];
-    local_.to.resize(first + count[n]);
-    for (std::size_t i = 0; i < n; ++i) local_.begin.push_back(first + count[i + 1]);
-    for (std::size_t i = 0; i < n; ++i)
-      for (const std::size_t j : order.predecessors(i)) local_.to[first + count[j]++] = base + i;
+    const std::size_t base = local_.begin.size() - 1, first = local_.to.size();
+    schedule::rank_order(p).successors(begin_, to_);
+    for (std::size_t i = 0; i + 1 < begin_.size(); ++i) local_.begin.push_back(first + begin_[i + 1]);
+    for (const auto to : to_) local_.to.push_back(base + to);
   }
   void unite(std::size_t a, std::size_t b) { parent_[find(a)] = find(b); }
   std::size_t find(std::size_t x) {
@@ -132,6 +125,7 @@ class step_graph {
   std::vector<std::size_t> offset_;
   std::vector<std::size_t> parent_;
   adjacency local_;
+  std::vector<schedule::rank_order::index> begin_, to_;  ///< one program's successors, as added
 };
 
 /// Contracts each rendezvous into one node; unmatched communication becomes findings (a member
