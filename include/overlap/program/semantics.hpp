@@ -159,8 +159,8 @@ inline std::vector<structure_problem> structure_problems(const program& p) {
 
 /// The order of one rank's ops (a program that `structure_problems` accepts): each op's
 /// predecessors on the rank, all earlier in issue order, and each op's NCCL group as a range.
-/// Op indices are 32-bit (a program of 2^32 - 1 ops or more is refused): half the memory a
-/// pass over a large program's order streams.
+/// Op indices are 32-bit (a program of 2^32 - 1 ops or predecessor links or more is refused):
+/// half the memory a pass over a large program's order streams.
 class rank_order {
  public:
   using index = std::uint32_t;
@@ -271,6 +271,9 @@ class rank_order {
       }
       preds_.erase(std::unique(first, preds_.end()), preds_.end());
     }
+    if (preds_.size() >= std::numeric_limits<index>::max())
+      throw std::length_error("rank_order: " + std::to_string(preds_.size()) +
+                              " predecessor links on one rank; they are indexed in 32 bits");
     offsets_.push_back(static_cast<index>(preds_.size()));
   }
 
