@@ -113,7 +113,6 @@ struct hardware_queue {
 struct rank_state {
   std::vector<op_state> ops;  ///< in issue order
   std::vector<std::uint32_t> succ;  ///< each op's successors (`rank_order::successors`), op after op
-  std::vector<std::uint32_t> succ_starts;  ///< where each op's list starts in `succ` (set-up only)
   /// The hardware queues' ops in issue order, queue after queue.
   std::vector<std::uint32_t> queue_ops;
   std::vector<hardware_queue> queues;
@@ -147,7 +146,6 @@ inline void recycle(rank_state& rs) {
   };
   keep(rs.ops, fresh.ops);
   keep(rs.succ, fresh.succ);
-  keep(rs.succ_starts, fresh.succ_starts);
   keep(rs.queue_ops, fresh.queue_ops);
   keep(rs.queues, fresh.queues);
   keep(rs.sm_waiters, fresh.sm_waiters);
@@ -229,8 +227,9 @@ inline void check_machine(const machine& m) {
 
 /// Builds `rs` for program `p` (which `structure_problems` accepts) with `queues` hardware queues:
 /// the ops' kinds, their predecessor counts and successor lists from `rank_order`, and each
-/// queue's ops.
-inline void build_rank(rank_state& rs, const schedule::program& p, std::size_t queues, int sms) {
+/// queue's ops. `starts` is scratch (where each op's successors start), which the ranks share.
+inline void build_rank(rank_state& rs, const schedule::program& p, std::size_t queues, int sms,
+                       std::vector<std::uint32_t>& starts) {
   const std::size_t n = p.ops.size();
   if (n >= std::numeric_limits<std::uint32_t>::max())
     throw std::length_error("simulate: rank " + std::to_string(p.rank) + " has " + std::to_string(n) +
@@ -244,7 +243,7 @@ inline void build_rank(rank_state& rs, const schedule::program& p, std::size_t q
     // One pass over the program's ops (right after rank_order's, while they are in cache); the
     // rest reads the loop's own records.
     const schedule::rank_order order(p);
-    order.successors(rs.succ_starts, rs.succ);
+    order.successors(starts, rs.succ);
     for (std::size_t i = 0; i < n; ++i) {
       const schedule::op& o = p.ops[i];
       op_state& s = rs.ops[i];
@@ -252,8 +251,8 @@ inline void build_rank(rank_state& rs, const schedule::program& p, std::size_t q
       s.stream = o.stream;
       s.family = o.family();
       s.waiting = static_cast<std::uint32_t>(order.predecessors(i).size());
-      s.succ_begin = rs.succ_starts[i];
-      s.succ_end = rs.succ_starts[i + 1];
+      s.succ_begin = starts[i];
+      s.succ_end = starts[i + 1];
       if (o.kind != schedule::op_kind::host_sync) {
         s.queue = static_cast<std::uint16_t>(static_cast<std::size_t>(o.stream) % queues);
         ++rs.queues[s.queue].end;  // its size, for now
@@ -355,6 +354,7 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
   // cache.
   detail::workspace_lease memory(opt.reuse);
   std::vector<detail::rank_state>& ranks = memory.ranks(programs.size());
+  std::vector<std::uint32_t> successor_starts;  // build_rank's scratch, one rank after another
   std::vector<std::size_t> timer_base(programs.size());  // rank's timer id of its op 0 (a compute op's end)
   std::size_t total_ops = 0;
   for (std::size_t pi = 0; pi < programs.size(); ++pi) {
@@ -364,7 +364,8 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
       throw std::invalid_argument("simulate: rank " + std::to_string(p.rank) + " op " +
                                   std::to_string(problems.front().op) + ": " + problems.front().text +
                                   " (verify::verify lists every problem)");
-    detail::build_rank(ranks[pi], p, std::max<std::size_t>(1, std::min<std::size_t>(p.streams.size(), connections)), m.sms);
+    detail::build_rank(ranks[pi], p, std::max<std::size_t>(1, std::min<std::size_t>(p.streams.size(), connections)), m.sms,
+                       successor_starts);
     timer_base[pi] = total_ops;
     total_ops += p.ops.size();
   }

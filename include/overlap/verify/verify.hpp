@@ -221,11 +221,9 @@ inline std::vector<finding> verify_step(const std::vector<schedule::program>& pr
   // whole contracted graph, in topological order, only through nodes placed before the target.
   // The clocks of one program at a time (ops x streams, in one array, reused for the next).
   std::vector<long> clock, mine;
-  std::size_t clock_streams = 0;
   const auto clock_of = [&](std::size_t pi) {
     const auto& p = programs[pi];
     const std::size_t streams = p.streams.size();
-    clock_streams = streams;
     clock.assign(p.ops.size() * streams, -1);
     for (std::size_t i = 0; i < p.ops.size(); ++i) {
       // What op i depends on; then op i itself.
@@ -246,7 +244,7 @@ inline std::vector<finding> verify_step(const std::vector<schedule::program>& pr
   const auto reaches = [&](std::size_t pi, std::size_t a, std::size_t b) {
     const schedule::op& x = programs[pi].ops[a];
     if (a < b && x.kind != schedule::op_kind::host_sync &&
-        clock[b * clock_streams + static_cast<std::size_t>(x.stream)] >= static_cast<long>(a))
+        clock[b * programs[pi].streams.size() + static_cast<std::size_t>(x.stream)] >= static_cast<long>(a))
       return true;
     const std::size_t from = g.find(g.node(pi, a)), to = g.find(g.node(pi, b));
     if (from == to) return true;
