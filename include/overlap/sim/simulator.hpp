@@ -37,6 +37,7 @@
 #include <overlap/program/rendezvous.hpp>
 #include <overlap/program/semantics.hpp>
 #include <overlap/sim/cost_model.hpp>
+#include <overlap/sim/large_array.hpp>
 #include <overlap/sim/result.hpp>
 #include <overlap/sim/timer_queue.hpp>
 
@@ -90,7 +91,8 @@ struct op_state {
   double end = never;
   std::int32_t group = -1;      ///< comm: its rendezvous group, or -1
   std::uint32_t waiting = 0;    ///< predecessors (program/semantics.hpp) not done yet
-  std::uint32_t succ_begin = 0;  ///< the ops that wait for it: rank_state::succ[succ_begin .. succ_end)
+  /// The ops that wait for it: op_arrays::succ[succ_begin .. succ_end) (indices on its rank).
+  std::uint32_t succ_begin = 0;
   std::uint32_t succ_end = 0;
   int sms = 0;  ///< comm: the SMs its kernel holds
   std::int32_t stream = 0;  ///< the program's, for the result
@@ -109,12 +111,25 @@ struct hardware_queue {
   bool examine = false;
 };
 
+/// The per-op arrays of every rank, one array each, rank after rank: a rank's are slices of them.
+/// One allocation each, not one per rank: large enough for huge pages (large_array.hpp), and a
+/// workspace keeps them whole.
+struct op_arrays {
+  std::vector<op_state> ops;
+  std::vector<std::uint32_t> succ;  ///< each op's successors (`rank_order::successors`), op after op
+  std::vector<std::uint32_t> queue_ops;  ///< each rank's hardware queues' ops (see rank_state)
+  void clear() {
+    ops.clear();
+    succ.clear();
+    queue_ops.clear();
+  }
+};
+
 /// One rank's state.
 struct rank_state {
-  std::vector<op_state> ops;  ///< in issue order
-  std::vector<std::uint32_t> succ;  ///< each op's successors (`rank_order::successors`), op after op
-  /// The hardware queues' ops in issue order, queue after queue.
-  std::vector<std::uint32_t> queue_ops;
+  std::span<op_state> ops;  ///< in issue order
+  /// The hardware queues' ops in issue order, queue after queue (indices on the rank).
+  std::span<std::uint32_t> queue_ops;
   std::vector<hardware_queue> queues;
   std::size_t examining = 0;  ///< queues whose `examine` is set
   std::vector<std::size_t> sm_waiters;      ///< queues whose head waits for SMs
@@ -144,9 +159,6 @@ inline void recycle(rank_state& rs) {
     to.swap(from);
     to.clear();
   };
-  keep(rs.ops, fresh.ops);
-  keep(rs.succ, fresh.succ);
-  keep(rs.queue_ops, fresh.queue_ops);
   keep(rs.queues, fresh.queues);
   keep(rs.sm_waiters, fresh.sm_waiters);
   keep(rs.running, fresh.running);
@@ -227,9 +239,11 @@ inline void check_machine(const machine& m) {
 
 /// Builds `rs` for program `p` (which `structure_problems` accepts) with `queues` hardware queues:
 /// the ops' kinds, their predecessor counts and successor lists from `rank_order`, and each
-/// queue's ops. `starts` is scratch (where each op's successors start), which the ranks share.
-inline void build_rank(rank_state& rs, const schedule::program& p, std::size_t queues, int sms,
-                       std::vector<std::uint32_t>& starts) {
+/// queue's ops, appended to `all` (whose `ops` and `queue_ops` must have room for p's ops: the
+/// rank's spans point into them). `starts` and `to` are scratch (each op's successors), which the
+/// ranks share.
+inline void build_rank(rank_state& rs, const schedule::program& p, std::size_t queues, int sms, op_arrays& all,
+                       std::vector<std::uint32_t>& starts, std::vector<std::uint32_t>& to) {
   const std::size_t n = p.ops.size();
   if (n >= std::numeric_limits<std::uint32_t>::max())
     throw std::length_error("simulate: rank " + std::to_string(p.rank) + " has " + std::to_string(n) +
@@ -237,27 +251,35 @@ inline void build_rank(rank_state& rs, const schedule::program& p, std::size_t q
   if (queues > std::numeric_limits<std::uint16_t>::max())
     throw std::length_error("simulate: rank " + std::to_string(p.rank) + " maps its streams onto " +
                             std::to_string(queues) + " hardware queues; the event loop indexes at most 65535");
-  rs.ops.resize(n);
   rs.queues.assign(queues, {});
   {
     // One pass over the program's ops (right after rank_order's, while they are in cache); the
     // rest reads the loop's own records.
     const schedule::rank_order order(p);
-    order.successors(starts, rs.succ);
+    order.successors(starts, to);
+    const std::size_t base = all.succ.size();
+    if (base + to.size() >= std::numeric_limits<std::uint32_t>::max())
+      throw std::length_error("simulate: the step has " + std::to_string(base + to.size()) +
+                              " predecessor links; the event loop indexes them in 32 bits");
+    if (base + to.size() > all.succ.capacity())
+      reserve_large(all.succ, std::max(base + to.size(), 2 * all.succ.capacity()));
+    all.succ.insert(all.succ.end(), to.begin(), to.end());
+    const std::size_t first = all.ops.size();
     for (std::size_t i = 0; i < n; ++i) {
       const schedule::op& o = p.ops[i];
-      op_state& s = rs.ops[i];
+      op_state& s = all.ops.emplace_back();
       s.kind = o.kind;
       s.stream = o.stream;
       s.family = o.family();
       s.waiting = static_cast<std::uint32_t>(order.predecessors(i).size());
-      s.succ_begin = starts[i];
-      s.succ_end = starts[i + 1];
+      s.succ_begin = static_cast<std::uint32_t>(base + starts[i]);
+      s.succ_end = static_cast<std::uint32_t>(base + starts[i + 1]);
       if (o.kind != schedule::op_kind::host_sync) {
         s.queue = static_cast<std::uint16_t>(static_cast<std::size_t>(o.stream) % queues);
         ++rs.queues[s.queue].end;  // its size, for now
       }
     }
+    rs.ops = std::span<op_state>(all.ops).subspan(first, n);
   }
   std::uint32_t at = 0;
   for (hardware_queue& q : rs.queues) {
@@ -265,7 +287,9 @@ inline void build_rank(rank_state& rs, const schedule::program& p, std::size_t q
     at += q.end;
     q.end = q.next;  // filled below
   }
-  rs.queue_ops.resize(at);
+  const std::size_t queued = all.queue_ops.size();
+  all.queue_ops.resize(queued + at);
+  rs.queue_ops = std::span<std::uint32_t>(all.queue_ops).subspan(queued, at);
   for (std::size_t i = 0; i < n; ++i)
     if (rs.ops[i].kind != schedule::op_kind::host_sync) rs.queue_ops[rs.queues[rs.ops[i].queue].end++] = static_cast<std::uint32_t>(i);
   rs.free_sms = sms;
@@ -296,6 +320,7 @@ class workspace {
   friend class detail::workspace_lease;
   std::atomic<bool> in_use_{false};
   std::vector<detail::rank_state> ranks_;
+  detail::op_arrays arrays_;
   detail::timer_queue timers_{0};
 };
 
@@ -321,6 +346,14 @@ class workspace_lease {
     for (rank_state& rs : w_.ranks_) recycle(rs);
     w_.ranks_.resize(count);
     return w_.ranks_;
+  }
+  /// The per-op arrays, empty, with room for `ops` ops.
+  op_arrays& arrays(std::size_t ops) {
+    w_.arrays_.clear();
+    reserve_large(w_.arrays_.ops, ops);
+    reserve_large(w_.arrays_.queue_ops, ops);
+    reserve_large(w_.arrays_.succ, 2 * ops);  // most ops have one or two successors
+    return w_.arrays_;
   }
   /// The event queue, empty, for `ids` timers.
   timer_queue& timers(std::size_t ids) {
@@ -354,9 +387,11 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
   // cache.
   detail::workspace_lease memory(opt.reuse);
   std::vector<detail::rank_state>& ranks = memory.ranks(programs.size());
-  std::vector<std::uint32_t> successor_starts;  // build_rank's scratch, one rank after another
   std::vector<std::size_t> timer_base(programs.size());  // rank's timer id of its op 0 (a compute op's end)
   std::size_t total_ops = 0;
+  for (const schedule::program& p : programs) total_ops += p.ops.size();
+  detail::op_arrays& arrays = memory.arrays(total_ops);
+  std::vector<std::uint32_t> successor_starts, successors;  // build_rank's scratch, one rank after another
   for (std::size_t pi = 0; pi < programs.size(); ++pi) {
     const schedule::program& p = programs[pi];
     const auto problems = schedule::structure_problems(p);
@@ -364,10 +399,9 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
       throw std::invalid_argument("simulate: rank " + std::to_string(p.rank) + " op " +
                                   std::to_string(problems.front().op) + ": " + problems.front().text +
                                   " (verify::verify lists every problem)");
+    timer_base[pi] = arrays.ops.size();
     detail::build_rank(ranks[pi], p, std::max<std::size_t>(1, std::min<std::size_t>(p.streams.size(), connections)), m.sms,
-                       successor_starts);
-    timer_base[pi] = total_ops;
-    total_ops += p.ops.size();
+                       arrays, successor_starts, successors);
   }
   if (const auto problems = schedule::step_problems(programs); !problems.empty())
     throw std::invalid_argument("simulate: rank " + std::to_string(problems.front().rank) + ": " +
@@ -484,7 +518,7 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
   const auto finish = [&](detail::rank_state& rs, std::size_t i) {
     rs.ops[i].now = state::done;
     for (std::uint32_t k = rs.ops[i].succ_begin; k < rs.ops[i].succ_end; ++k) {
-      detail::op_state& next = rs.ops[rs.succ[k]];
+      detail::op_state& next = rs.ops[arrays.succ[k]];
       if (--next.waiting == 0 && next.kind != op_kind::host_sync) examine(rs, next.queue);
     }
   };
@@ -879,7 +913,7 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
   }
 
   result out;
-  if (opt.intervals) out.intervals.reserve(total_ops);
+  if (opt.intervals) detail::reserve_large(out.intervals, total_ops);
   std::vector<std::string> blocked;
   std::vector<std::pair<double, double>> compute;  // one rank's at a time
   schedule::per_family_array<std::vector<std::pair<double, double>>> comm;

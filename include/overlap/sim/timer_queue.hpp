@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include <overlap/sim/large_array.hpp>
+
 namespace overlap::sim::detail {
 
 class timer_queue {
@@ -24,6 +26,7 @@ class timer_queue {
     if (ids >= absent)
       throw std::length_error("simulate: " + std::to_string(ids) + " timers do not fit the event queue's 32-bit ids");
     heap_.clear();
+    reserve_large(pos_, ids);
     pos_.assign(ids, absent);
   }
 
