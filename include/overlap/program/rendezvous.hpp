@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <stdexcept>
 #include <span>
 #include <string>
 #include <tuple>
@@ -123,12 +124,19 @@ struct match_options {
   /// its representative, and a collective missing there is no problem. A group then holds its
   /// present members.
   bool absent_by_design = false;
+  /// When set, each program's communication ops (indices in issue order, one list per program),
+  /// as a caller that has made its own pass over the ops found them: matching then reads those
+  /// ops alone, not every op of the step. Not owned.
+  const std::vector<std::vector<std::uint32_t>>* communication = nullptr;
 };
 
 /// Matches every collective, send and recv of a step (ops must reference valid communicators, and
 /// `step_problems` must be empty).
 inline rendezvous_set match_rendezvous(const std::vector<program>& programs, match_options how = {}) {
   const bool explain = how.explain;
+  if (how.communication && how.communication->size() != programs.size())
+    throw std::invalid_argument("match_rendezvous: " + std::to_string(how.communication->size()) +
+                                " lists of communication ops for " + std::to_string(programs.size()) + " programs");
   rendezvous_set out;
   std::vector<int> present;  // the ranks with a program, sorted (only with absent_by_design)
   if (how.absent_by_design) {
@@ -165,9 +173,8 @@ inline rendezvous_set match_rendezvous(const std::vector<program>& programs, mat
     own.assign(p.comms.size(), nullptr);
     to.assign(p.comms.size(), {});
     from.assign(p.comms.size(), {});
-    for (std::size_t i = 0; i < p.ops.size(); ++i) {
+    const auto take = [&](std::size_t i) {
       const op& o = p.ops[i];
-      if (!is_communication(o.kind)) continue;
       const auto comm = static_cast<std::size_t>(o.comm);
       const communicator& c = p.comms[comm];
       const int name = number_of[comm];
@@ -178,7 +185,7 @@ inline rendezvous_set match_rendezvous(const std::vector<program>& programs, mat
       if (o.kind == op_kind::collective) {
         if (!own[comm]) own[comm] = &collectives[static_cast<std::size_t>(name)][p.rank];
         own[comm]->push_back({pi, i});
-        continue;
+        return;
       }
       const bool send = o.kind == op_kind::send;
       auto& lists = send ? to[comm] : from[comm];
@@ -187,7 +194,12 @@ inline rendezvous_set match_rendezvous(const std::vector<program>& programs, mat
       const int peer = c.ranks[static_cast<std::size_t>(o.peer)];
       if (!list) list = send ? &sends[{name, p.rank, peer}] : &recvs[{name, peer, p.rank}];
       list->push_back({pi, i});
-    }
+    };
+    if (how.communication)
+      for (const std::uint32_t i : (*how.communication)[pi]) take(i);
+    else
+      for (std::size_t i = 0; i < p.ops.size(); ++i)
+        if (is_communication(p.ops[i].kind)) take(i);
   }
   const auto at = [&](op_ref r) -> const op& { return programs[r.program].ops[r.op]; };
   const auto rank_of = [&](op_ref r) { return programs[r.program].rank; };

@@ -75,30 +75,31 @@ inline bool continues_group(const std::vector<op>& ops, std::size_t i) {
   return i > 0 && ops[i].group >= 0 && ops[i - 1].group == ops[i].group;
 }
 
-/// Every structural problem of `p`; empty when each op can be read as the model says.
-inline std::vector<structure_problem> structure_problems(const program& p) {
-  std::vector<structure_problem> out;
-  const auto bad = [&](std::size_t i, structure_rule rule, std::string why) {
-    out.push_back({static_cast<int>(i), rule, std::move(why)});
-  };
-  const auto in = [](auto v, std::size_t n) { return v >= 0 && static_cast<std::size_t>(v) < n; };
-  if (p.num_events < 0)
-    out.push_back({-1, structure_rule::event, "num_events is " + std::to_string(p.num_events)});
-  const std::size_t events = p.num_events < 0 ? 0 : static_cast<std::size_t>(p.num_events);
-  std::vector<bool> recorded(events, false);
-  std::unordered_set<int> started_groups;
-  std::vector<int> position(p.comms.size());  // this rank's place in each communicator, or -1
-  for (std::size_t c = 0; c < p.comms.size(); ++c) position[c] = member_index(p.comms[c], p.rank);
-  for (std::size_t i = 0; i < p.ops.size(); ++i) {
-    const op& o = p.ops[i];
-    prefetch_ahead(p.ops, i);
+/// The structural rules, applied op by op in issue order (an op's check reads what the ops before
+/// it left: the events recorded, the groups started). `structure_problems` runs it over a whole
+/// program; a backend that makes a pass of its own over the ops runs it inside that pass
+/// (`rank_order`'s visitor), so that a large program is streamed through the caches once.
+class structure_check {
+ public:
+  /// Checks what concerns the program as a whole (its problems come first).
+  explicit structure_check(const program& p)
+      : p_(p), events_(p.num_events < 0 ? 0 : static_cast<std::size_t>(p.num_events)), recorded_(events_, false),
+        position_(p.comms.size()) {
+    if (p.num_events < 0) out_.push_back({-1, structure_rule::event, "num_events is " + std::to_string(p.num_events)});
+    for (std::size_t c = 0; c < p.comms.size(); ++c) position_[c] = member_index(p.comms[c], p.rank);
+  }
+
+  /// Checks op `i`, every op before it having been checked in order; false when it has a problem.
+  bool accepts(std::size_t i) {
+    const std::size_t before = out_.size();
+    const op& o = p_.ops[i];
     if (static_cast<unsigned>(o.kind) > static_cast<unsigned>(op_kind::host_sync)) {
       bad(i, structure_rule::kind, "op kind " + std::to_string(static_cast<int>(o.kind)) + " does not exist");
-      continue;
+      return false;
     }
     if (!is_valid(o.key.type) || !is_valid(o.key.slot)) {
       bad(i, structure_rule::kind, "op type " + std::to_string(static_cast<int>(o.key.type)) + " does not exist");
-      continue;
+      return false;
     }
     if (o.key.type != op_type::none && kind_of(o.key.type) != o.kind)
       bad(i, structure_rule::kind,
@@ -107,54 +108,81 @@ inline std::vector<structure_problem> structure_problems(const program& p) {
     if (o.kind == op_kind::collective &&
         static_cast<unsigned>(o.coll) > static_cast<unsigned>(collective::all_to_all))
       bad(i, structure_rule::kind, "collective " + std::to_string(static_cast<int>(o.coll)) + " does not exist");
-    if (o.kind != op_kind::host_sync && !in(o.stream, p.streams.size()))
+    if (o.kind != op_kind::host_sync && !in(o.stream, p_.streams.size()))
       bad(i, structure_rule::stream, "stream " + std::to_string(o.stream) + " does not exist");
     if (o.bytes < 0 || o.memory_bytes < 0 || !std::isfinite(o.flops) || o.flops < 0)
       bad(i, structure_rule::size, "negative or non-finite size (bytes " + std::to_string(o.bytes) +
                                        ", memory bytes " + std::to_string(o.memory_bytes) + ", flops " +
                                        std::to_string(o.flops) + ")");
     if (is_communication(o.kind)) {
-      if (!in(o.comm, p.comms.size())) {
+      if (!in(o.comm, p_.comms.size())) {
         bad(i, structure_rule::comm, "communicator " + std::to_string(o.comm) + " does not exist");
       } else {
-        const communicator& c = p.comms[static_cast<std::size_t>(o.comm)];
-        if (position[static_cast<std::size_t>(o.comm)] < 0)
-          bad(i, structure_rule::comm, "rank " + std::to_string(p.rank) + " is not a member of communicator " + c.name);
+        const communicator& c = p_.comms[static_cast<std::size_t>(o.comm)];
+        if (position_[static_cast<std::size_t>(o.comm)] < 0)
+          bad(i, structure_rule::comm, "rank " + std::to_string(p_.rank) + " is not a member of communicator " + c.name);
         else if (o.kind != op_kind::collective &&
-                 (!in(o.peer, c.ranks.size()) || c.ranks[static_cast<std::size_t>(o.peer)] == p.rank))
+                 (!in(o.peer, c.ranks.size()) || c.ranks[static_cast<std::size_t>(o.peer)] == p_.rank))
           bad(i, structure_rule::peer, "peer " + std::to_string(o.peer) + " is not another rank of " + c.name);
       }
     }
     // A host sync waits for every stream (event -1) or for one event, as a wait does.
     if (o.kind == op_kind::record || o.kind == op_kind::wait || (o.kind == op_kind::host_sync && o.event != -1)) {
-      if (!in(o.event, events)) {
+      if (!in(o.event, events_)) {
         bad(i, structure_rule::event, "event " + std::to_string(o.event) + " does not exist");
       } else if (o.kind == op_kind::record) {
-        recorded[static_cast<std::size_t>(o.event)] = true;
-      } else if (!recorded[static_cast<std::size_t>(o.event)]) {
+        recorded_[static_cast<std::size_t>(o.event)] = true;
+      } else if (!recorded_[static_cast<std::size_t>(o.event)]) {
         bad(i, structure_rule::wait_order,
             "waits for event " + std::to_string(o.event) +
                 " before any record of it (the wait would not order anything)");
       }
     }
     if (o.group >= 0) {
-      const bool continues = continues_group(p.ops, i);
+      const bool continues = continues_group(p_.ops, i);
       if (!is_communication(o.kind)) bad(i, structure_rule::group, "only communication ops can be grouped");
-      else if (continues && p.ops[i - 1].stream != o.stream)
+      else if (continues && p_.ops[i - 1].stream != o.stream)
         bad(i, structure_rule::group, "a group's ops must be on one stream");
       // A group that starts here must not have appeared before.
-      if (!continues && !started_groups.insert(o.group).second)
+      if (!continues && !started_groups_.insert(o.group).second)
         bad(i, structure_rule::group, "a group's ops must be consecutive in issue order");
     }
     bool buffers_exist = true;  // the usual case, checked without a branch per buffer
     for (const auto* list : {&o.reads, &o.writes})
-      for (const int b : *list) buffers_exist &= static_cast<std::size_t>(b) < p.buffers.size();  // negative: huge
+      for (const int b : *list) buffers_exist &= static_cast<std::size_t>(b) < p_.buffers.size();  // negative: huge
     if (!buffers_exist)
       for (const auto* list : {&o.reads, &o.writes})
         for (const int b : *list)
-          if (!in(b, p.buffers.size())) bad(i, structure_rule::buffer, "buffer " + std::to_string(b) + " does not exist");
+          if (!in(b, p_.buffers.size())) bad(i, structure_rule::buffer, "buffer " + std::to_string(b) + " does not exist");
+    return out_.size() == before;
   }
-  return out;
+
+  /// The problems found so far, the program's own first, then op by op.
+  const std::vector<structure_problem>& problems() const& { return out_; }
+  std::vector<structure_problem> problems() && { return std::move(out_); }
+
+ private:
+  static bool in(auto v, std::size_t n) { return v >= 0 && static_cast<std::size_t>(v) < n; }
+  void bad(std::size_t i, structure_rule rule, std::string why) {
+    out_.push_back({static_cast<int>(i), rule, std::move(why)});
+  }
+
+  const program& p_;
+  std::size_t events_;
+  std::vector<bool> recorded_;
+  std::unordered_set<int> started_groups_;
+  std::vector<int> position_;  ///< this rank's place in each communicator, or -1
+  std::vector<structure_problem> out_;
+};
+
+/// Every structural problem of `p`; empty when each op can be read as the model says.
+inline std::vector<structure_problem> structure_problems(const program& p) {
+  structure_check check(p);
+  for (std::size_t i = 0; i < p.ops.size(); ++i) {
+    prefetch_ahead(p.ops, i);
+    check.accepts(i);
+  }
+  return std::move(check).problems();
 }
 
 /// The order of one rank's ops (a program that `structure_problems` accepts): each op's
@@ -165,7 +193,13 @@ class rank_order {
  public:
   using index = std::uint32_t;
 
-  explicit rank_order(const program& p) {
+  explicit rank_order(const program& p) : rank_order(p, [](std::size_t) {}) {}
+
+  /// The same, calling `visit(i)` for each op in issue order just before it is ordered: a
+  /// backend's own work on each op in the same pass over them. A visitor that checks the op
+  /// (`structure_check`) and throws on a problem stops the order before it reads that op.
+  template <class Visit>
+  rank_order(const program& p, Visit&& visit) {
     const std::size_t n = p.ops.size();
     if (n >= std::numeric_limits<index>::max())
       throw std::length_error("rank_order: rank " + std::to_string(p.rank) + " has " + std::to_string(n) +
@@ -184,6 +218,7 @@ class rank_order {
     // appended to preds_ as they are found and sorted in place by close().
     for (std::size_t at = 0; at < n; ++at) {
       prefetch_ahead(p.ops, at);
+      visit(at);
       const op& o = p.ops[at];
       const auto i = static_cast<index>(at);
       const bool continues = continues_group(p.ops, at);

@@ -89,6 +89,9 @@ struct op_state {
   /// issued it (an op is at its queue's head, where only that time is asked, before it starts).
   double start = never;
   double end = never;
+  /// Compute: its time on all of the GPU's SMs, as the cost model gives it (not checked yet): what
+  /// it runs on unless communication kernels hold SMs, asked in the set-up while the op is in cache.
+  double whole_us = 0;
   std::int32_t group = -1;      ///< comm: its rendezvous group, or -1
   std::uint32_t waiting = 0;    ///< predecessors (program/semantics.hpp) not done yet
   /// The ops that wait for it: op_arrays::succ[succ_begin .. succ_end) (indices on its rank).
@@ -118,10 +121,14 @@ struct op_arrays {
   std::vector<op_state> ops;
   std::vector<std::uint32_t> succ;  ///< each op's successors (`rank_order::successors`), op after op
   std::vector<std::uint32_t> queue_ops;  ///< each rank's hardware queues' ops (see rank_state)
-  void clear() {
+  /// Per rank, its communication ops in issue order (what the rendezvous are matched from).
+  std::vector<std::vector<std::uint32_t>> communication;
+  void clear(std::size_t ranks) {
     ops.clear();
     succ.clear();
     queue_ops.clear();
+    communication.resize(ranks);
+    for (auto& list : communication) list.clear();
   }
 };
 
@@ -237,13 +244,17 @@ inline void check_machine(const machine& m) {
                                 std::to_string(m.sustained_clock_mhz) + ")");
 }
 
-/// Builds `rs` for program `p` (which `structure_problems` accepts) with `queues` hardware queues:
-/// the ops' kinds, their predecessor counts and successor lists from `rank_order`, and each
-/// queue's ops, appended to `all` (whose `ops` and `queue_ops` must have room for p's ops: the
-/// rank's spans point into them). `starts` and `to` are scratch (each op's successors), which the
-/// ranks share.
-inline void build_rank(rank_state& rs, const schedule::program& p, std::size_t queues, int sms, op_arrays& all,
-                       std::vector<std::uint32_t>& starts, std::vector<std::uint32_t>& to) {
+/// Builds `rs` for program `p` with `queues` hardware queues in one pass over its ops, which checks
+/// them (`structure_check`: throws std::invalid_argument with the first problem), orders them
+/// (`rank_order`) and writes the loop's record of each: its kind, queue and time on the whole GPU,
+/// its predecessor count and successor list. The records are appended to `all` (whose `ops` and
+/// `queue_ops` must have room for p's ops: the rank's spans point into them), its communication
+/// ops to `communication`. `starts` and `to` are scratch (each op's successors), which the ranks
+/// share.
+inline void build_rank(rank_state& rs, const schedule::program& p, std::size_t queues, const cost_model& cost,
+                       op_arrays& all, std::vector<std::uint32_t>& communication, std::vector<std::uint32_t>& starts,
+                       std::vector<std::uint32_t>& to) {
+  const int sms = cost.machine().sms;
   const std::size_t n = p.ops.size();
   if (n >= std::numeric_limits<std::uint32_t>::max())
     throw std::length_error("simulate: rank " + std::to_string(p.rank) + " has " + std::to_string(n) +
@@ -252,34 +263,42 @@ inline void build_rank(rank_state& rs, const schedule::program& p, std::size_t q
     throw std::length_error("simulate: rank " + std::to_string(p.rank) + " maps its streams onto " +
                             std::to_string(queues) + " hardware queues; the event loop indexes at most 65535");
   rs.queues.assign(queues, {});
-  {
-    // One pass over the program's ops (right after rank_order's, while they are in cache); the
-    // rest reads the loop's own records.
-    const schedule::rank_order order(p);
-    order.successors(starts, to);
-    const std::size_t base = all.succ.size();
-    if (base + to.size() >= std::numeric_limits<std::uint32_t>::max())
-      throw std::length_error("simulate: the step has " + std::to_string(base + to.size()) +
-                              " predecessor links; the event loop indexes them in 32 bits");
-    if (base + to.size() > all.succ.capacity())
-      reserve_large(all.succ, std::max(base + to.size(), 2 * all.succ.capacity()));
-    all.succ.insert(all.succ.end(), to.begin(), to.end());
-    const std::size_t first = all.ops.size();
-    for (std::size_t i = 0; i < n; ++i) {
-      const schedule::op& o = p.ops[i];
-      op_state& s = all.ops.emplace_back();
-      s.kind = o.kind;
-      s.stream = o.stream;
-      s.family = o.family();
-      s.waiting = static_cast<std::uint32_t>(order.predecessors(i).size());
-      s.succ_begin = static_cast<std::uint32_t>(base + starts[i]);
-      s.succ_end = static_cast<std::uint32_t>(base + starts[i + 1]);
-      if (o.kind != schedule::op_kind::host_sync) {
-        s.queue = static_cast<std::uint16_t>(static_cast<std::size_t>(o.stream) % queues);
-        ++rs.queues[s.queue].end;  // its size, for now
-      }
+  schedule::structure_check check(p);
+  const auto reject = [&] {
+    const schedule::structure_problem& first = check.problems().front();
+    throw std::invalid_argument("simulate: rank " + std::to_string(p.rank) + " op " + std::to_string(first.op) + ": " +
+                                first.text + " (verify::verify lists every problem)");
+  };
+  if (!check.problems().empty()) reject();
+  const std::size_t first = all.ops.size();
+  const schedule::rank_order order(p, [&](std::size_t i) {
+    if (!check.accepts(i)) reject();
+    const schedule::op& o = p.ops[i];
+    op_state& s = all.ops.emplace_back();
+    s.kind = o.kind;
+    s.stream = o.stream;
+    s.family = o.family();
+    if (o.kind == schedule::op_kind::compute) s.whole_us = cost.compute_us(o, sms);
+    if (schedule::is_communication(o.kind)) communication.push_back(static_cast<std::uint32_t>(i));
+    if (o.kind != schedule::op_kind::host_sync) {
+      s.queue = static_cast<std::uint16_t>(static_cast<std::size_t>(o.stream) % queues);
+      ++rs.queues[s.queue].end;  // its size, for now
     }
-    rs.ops = std::span<op_state>(all.ops).subspan(first, n);
+  });
+  rs.ops = std::span<op_state>(all.ops).subspan(first, n);
+  order.successors(starts, to);
+  const std::size_t base = all.succ.size();
+  if (base + to.size() >= std::numeric_limits<std::uint32_t>::max())
+    throw std::length_error("simulate: the step has " + std::to_string(base + to.size()) +
+                            " predecessor links; the event loop indexes them in 32 bits");
+  if (base + to.size() > all.succ.capacity())
+    reserve_large(all.succ, std::max(base + to.size(), 2 * all.succ.capacity()));
+  all.succ.insert(all.succ.end(), to.begin(), to.end());
+  for (std::size_t i = 0; i < n; ++i) {
+    op_state& s = rs.ops[i];
+    s.waiting = static_cast<std::uint32_t>(order.predecessors(i).size());
+    s.succ_begin = static_cast<std::uint32_t>(base + starts[i]);
+    s.succ_end = static_cast<std::uint32_t>(base + starts[i + 1]);
   }
   std::uint32_t at = 0;
   for (hardware_queue& q : rs.queues) {
@@ -348,8 +367,8 @@ class workspace_lease {
     return w_.ranks_;
   }
   /// The per-op arrays, empty, with room for `ops` ops.
-  op_arrays& arrays(std::size_t ops) {
-    w_.arrays_.clear();
+  op_arrays& arrays(std::size_t ranks, std::size_t ops) {
+    w_.arrays_.clear(ranks);
     reserve_large(w_.arrays_.ops, ops);
     reserve_large(w_.arrays_.queue_ops, ops);
     reserve_large(w_.arrays_.succ, 2 * ops);  // most ops have one or two successors
@@ -382,6 +401,7 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
   using schedule::op_kind;
   const machine& m = cost.machine();
   const int connections = std::max(1, opt.cuda_device_max_connections);
+  detail::check_machine(m);  // before the set-up asks the cost model of it
 
   // Each rank's structure is checked and its loop state built in one go, while its ops are in
   // cache.
@@ -390,18 +410,13 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
   std::vector<std::size_t> timer_base(programs.size());  // rank's timer id of its op 0 (a compute op's end)
   std::size_t total_ops = 0;
   for (const schedule::program& p : programs) total_ops += p.ops.size();
-  detail::op_arrays& arrays = memory.arrays(total_ops);
+  detail::op_arrays& arrays = memory.arrays(programs.size(), total_ops);
   std::vector<std::uint32_t> successor_starts, successors;  // build_rank's scratch, one rank after another
   for (std::size_t pi = 0; pi < programs.size(); ++pi) {
     const schedule::program& p = programs[pi];
-    const auto problems = schedule::structure_problems(p);
-    if (!problems.empty())
-      throw std::invalid_argument("simulate: rank " + std::to_string(p.rank) + " op " +
-                                  std::to_string(problems.front().op) + ": " + problems.front().text +
-                                  " (verify::verify lists every problem)");
     timer_base[pi] = arrays.ops.size();
-    detail::build_rank(ranks[pi], p, std::max<std::size_t>(1, std::min<std::size_t>(p.streams.size(), connections)), m.sms,
-                       arrays, successor_starts, successors);
+    detail::build_rank(ranks[pi], p, std::max<std::size_t>(1, std::min<std::size_t>(p.streams.size(), connections)), cost,
+                       arrays, arrays.communication[pi], successor_starts, successors);
   }
   if (const auto problems = schedule::step_problems(programs); !problems.empty())
     throw std::invalid_argument("simulate: rank " + std::to_string(problems.front().rank) + ": " +
@@ -409,14 +424,13 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
   if (opt.classes)
     if (const std::string problem = schedule::class_problems(programs, *opt.classes); !problem.empty())
       throw std::invalid_argument("simulate: " + std::string(schedule::class_problem_lead) + problem);
-  detail::check_machine(m);
   // A cost must be a finite time: NaN would stall the event loop, a negative one run time back.
   const auto checked = [&](double us, std::size_t pi, std::size_t i) {
     if (!(us >= 0 && us < never)) [[unlikely]]  // NaN fails both
       detail::bad_cost(programs[pi], i, us);
     return us;
   };
-  const schedule::rendezvous_set matched = schedule::match_rendezvous(programs, {.explain = false});
+  const schedule::rendezvous_set matched = schedule::match_rendezvous(programs, {.explain = false, .communication = &arrays.communication});
   const std::size_t groups = matched.groups.size();
   if (groups >= static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max()))
     throw std::length_error("simulate: " + std::to_string(groups) + " rendezvous do not fit the event loop's 32-bit ids");
@@ -712,7 +726,7 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
             if (kind == op_kind::compute) {
               s.now = state::running;
               s.start = t;
-              s.end = t + checked(cost.compute_us(p.ops[i], m.sms), pi, i);
+              s.end = t + checked(s.whole_us, pi, i);
               ends_at(pi, i);
             } else {
               s.now = state::launched;
@@ -724,7 +738,8 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
               wait_for_sms();
               break;
             }
-            const double duration = checked(cost.compute_us(p.ops[i], rs.free_sms), pi, i);
+            const double duration =
+                checked(rs.free_sms == m.sms ? s.whole_us : cost.compute_us(p.ops[i], rs.free_sms), pi, i);
             // Filled in place: a record built aside and copied in stalls on its partial stores.
             detail::computing& c = rs.running.emplace_back();
             c.op = i;
@@ -768,12 +783,11 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
           ++rs.queues[q].next;
           progressed = true;
           // The op after the queue's new head is what this queue looks at after its next dispatch,
-          // maybe many other ranks' events from now: start fetching its state and what its cost reads.
+          // maybe many other ranks' events from now: start fetching its state (its cost is in it).
           if (rs.queues[q].next + 1 < rs.queues[q].end) {
             const std::size_t later = rs.queue_ops[rs.queues[q].next + 1];
             __builtin_prefetch(&rs.ops[later]);
-            __builtin_prefetch(&p.ops[later]);
-            __builtin_prefetch(&p.ops[later].memory_bytes);
+            __builtin_prefetch(reinterpret_cast<const char*>(&rs.ops[later]) + sizeof(detail::op_state) - 1);
           }
         }
       }
