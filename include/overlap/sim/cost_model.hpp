@@ -28,7 +28,11 @@ struct placement {
 class cost_model {
  public:
   explicit cost_model(sim::machine m)
-      : machine_(std::move(m)), sustained_peak_(machine_.peak_flops_per_us * machine_.clock_ratio()) {}
+      : machine_(std::move(m)),
+        sustained_peak_(machine_.peak_flops_per_us * machine_.clock_ratio()),
+        tile_k_us_(2.0 * machine_.gemm_tile_m * machine_.gemm_tile_n /
+                   (tensor_flops_per_us(machine_.gemm_efficiency) / machine_.sms)),
+        memory_rate_(machine_.memory_bytes_per_us * machine_.memory_efficiency) {}
   virtual ~cost_model() = default;
 
   const sim::machine& machine() const { return machine_; }
@@ -50,8 +54,8 @@ class cost_model {
     if (o.gemm.m <= 0 || o.gemm.n <= 0 || o.gemm.k <= 0 || m.gemm_tile_m <= 0 || m.gemm_tile_n <= 0) return {};
     sms = std::max(1, sms);
     const std::int64_t tiles = ceil_div(o.gemm.m, m.gemm_tile_m) * ceil_div(o.gemm.n, m.gemm_tile_n);
-    const double per_k = 2.0 * m.gemm_tile_m * m.gemm_tile_n / (tensor_flops_per_us(m.gemm_efficiency) / m.sms);
-    const double bandwidth = m.memory_bytes_per_us * m.memory_efficiency;
+    const double per_k = tile_k_us_;
+    const double bandwidth = memory_rate_;
     const auto with = [&](std::int64_t split) {
       const std::int64_t slice = split > 1 ? ceil_div(o.gemm.k, split) : o.gemm.k;
       const double partials = split > 1 ? 2.0 * static_cast<double>(split) * static_cast<double>(o.gemm.m) *
@@ -61,12 +65,14 @@ class cost_model {
                         bandwidth > 0 ? partials / bandwidth : 0};
     };
     const auto total = [](const gemm_waves& g) { return static_cast<double>(g.waves) * g.wave_us + g.reduce_us; };
-    gemm_waves best = with(1);
+    // Unsplit: every tile of the whole k (what `with(1)` gives, without its branches). Most GEMMs
+    // have a tile per SM or more, and end here.
+    gemm_waves best{ceil_div(tiles, sms), 1, per_k * static_cast<double>(o.gemm.k), 0};
+    const std::int64_t per_sm = sms / tiles;
+    if (per_sm < 2) return best;
     // With one wave of slices (at most sms / tiles of them, each a whole k tile at least) the time
     // is about (k / split) per_k + split x the reduction's: least near sqrt of their ratio.
-    // (Most GEMMs have a tile per SM or more: then no split, and no second division.)
-    const std::int64_t per_sm = sms / tiles;
-    const std::int64_t most = per_sm < 2 ? per_sm : std::min<std::int64_t>(per_sm, m.gemm_tile_k > 0 ? o.gemm.k / m.gemm_tile_k : 1);
+    const std::int64_t most = std::min<std::int64_t>(per_sm, m.gemm_tile_k > 0 ? o.gemm.k / m.gemm_tile_k : 1);
     if (most >= 2 && bandwidth > 0) {
       const double per_split = 8.0 * static_cast<double>(o.gemm.m) * static_cast<double>(o.gemm.n) / bandwidth;
       const double ideal = std::sqrt(per_k * static_cast<double>(o.gemm.k) / per_split);
@@ -80,8 +86,7 @@ class cost_model {
   /// A compute op running on `sms` of the GPU's SMs.
   virtual double compute_us(const schedule::op& o, int sms) const {
     const sim::machine& m = machine_;
-    const double share = static_cast<double>(sms) / m.sms;
-    const double memory = static_cast<double>(o.memory_bytes) / (m.memory_bytes_per_us * m.memory_efficiency);
+    const double memory = static_cast<double>(o.memory_bytes) / memory_rate_;
     // A GEMM in waves; the memory-bound kernels of its module (its norm, its activation) run
     // before or after it.
     if (const gemm_waves g = waves_of(o, sms); g.waves > 0)
@@ -92,6 +97,7 @@ class cost_model {
       efficiency = m.grouped_gemm_efficiency;
     if (o.key.type == schedule::op_type::attn_core_fprop) efficiency = m.attention_forward_efficiency;
     if (o.key.type == schedule::op_type::attn_core_bprop) efficiency = m.attention_backward_efficiency;
+    const double share = static_cast<double>(sms) / m.sms;
     return std::max(o.flops / (tensor_flops_per_us(efficiency) * share), memory);
   }
 
@@ -154,6 +160,9 @@ class cost_model {
 
   sim::machine machine_;
   double sustained_peak_;  ///< the tensor peak at the sustained clock
+  // Asked for every GEMM, the same every time: worked out once.
+  double tile_k_us_;    ///< one output tile's time per unit of k on one SM, at the GEMM efficiency
+  double memory_rate_;  ///< the memory-bound kernels' bytes per microsecond
 };
 
 }  // namespace overlap::sim
