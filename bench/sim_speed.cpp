@@ -1,9 +1,14 @@
 // Simulator speed: simulated ops per second for growing layers x micro-batches x ranks (the DP
 // family's steps, dp 8 to 64). Prints {"records":[...]} on stdout. Each DP record simulates its
-// step three times: "ops_per_second" as one call does, its memory fresh from the system;
+// step in three ways: "ops_per_second" as one call does, its memory fresh from the allocator;
 // "reused_ops_per_second" again in the workspace that call filled (sim::workspace, as a sweep
 // reuses one); "summary_ops_per_second" in it without the per-op intervals (options::intervals,
-// as the planner's tuner runs).
+// as the planner's tuner runs). Each is the median of `rounds` rounds (one call of each way a
+// round): a single call of a small step takes a millisecond or less, which this VM's noise
+// swamps. "first_ops_per_second" is the first round's fresh call alone: the code and data caches
+// cold, and memory the process never touched (on this VM the host backs such memory on first
+// touch, ~1.6 ns a byte against ~0.1 with huge pages the kernel already had: see
+// sim/large_array.hpp).
 //
 // With --scale, also steps at the scale people train at, generated and simulated once per class
 // of symmetric ranks (schedule/classes.hpp): a Llama-70B-like tp8 pp8 vpp2 dp16 (1,024 GPUs) and
@@ -18,10 +23,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include <overlap/overlap.hpp>
 #include <overlap/plan/plan.hpp>
@@ -195,23 +202,33 @@ int main(int argc, char** argv) {
     const auto step = sc::data_parallel_step(s, ov::derive(s), w);
     std::size_t ops = 0;
     for (const auto& p : step) ops += p.ops.size();
-    // Once as a single call does (its memory fresh), then as a sweep does: again in a workspace
-    // the first call filled, with and without the per-op intervals.
+    // Each round: once as a single call does (its memory fresh), then as a sweep does: again in
+    // the workspace the first call filled, with and without the per-op intervals.
     const auto timed = [&](const ov::sim::options& opt, bool& deadlock) {
       const auto start = std::chrono::steady_clock::now();
       deadlock = ov::sim::simulate(step, h100, opt).deadlock || deadlock;
       return since(start);
     };
+    constexpr int rounds = 5;
     bool deadlock = false;
-    ov::sim::workspace space;
-    const double seconds = timed({.reuse = &space}, deadlock);
-    const double reused = timed({.reuse = &space}, deadlock);
-    const double summary = timed({.reuse = &space, .intervals = false}, deadlock);
-    std::printf("%s{\"layers\":%d,\"micro_batches\":%d,\"ranks\":%zu,\"ops\":%zu,\"seconds\":%.6f,"
+    std::vector<double> fresh, reused, summary;
+    for (int round = 0; round < rounds; ++round) {
+      ov::sim::workspace space;
+      fresh.push_back(timed({.reuse = &space}, deadlock));
+      reused.push_back(timed({.reuse = &space}, deadlock));
+      summary.push_back(timed({.reuse = &space, .intervals = false}, deadlock));
+    }
+    const double first_call = fresh.front();
+    const auto median = [](std::vector<double> v) {
+      std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+      return v[v.size() / 2];
+    };
+    const double seconds = median(fresh);
+    std::printf("%s{\"layers\":%d,\"micro_batches\":%d,\"ranks\":%zu,\"ops\":%zu,\"rounds\":%d,\"seconds\":%.6f,"
                 "\"ops_per_second\":%.0f,\"reused_ops_per_second\":%.0f,\"summary_ops_per_second\":%.0f,"
-                "\"deadlock\":%s}",
-                first ? "" : ",", w.num_layers, w.micro_batches, step.size(), ops, seconds, ops / seconds,
-                ops / reused, ops / summary, deadlock ? "true" : "false");
+                "\"first_ops_per_second\":%.0f,\"deadlock\":%s}",
+                first ? "" : ",", w.num_layers, w.micro_batches, step.size(), ops, rounds, seconds, ops / seconds,
+                ops / median(reused), ops / median(summary), ops / first_call, deadlock ? "true" : "false");
     first = false;
   }
   std::printf("%s]}\n", scale_records.c_str());

@@ -313,6 +313,69 @@ TEST_CASE("simulate: what verify's structure check rejects is an invalid_argumen
   CHECK_THROWS_WITH_AS((void)sim::lower_bound(nan, h100), doctest::Contains("non-finite"), std::invalid_argument);
 }
 
+TEST_CASE("structure_check: its quick test passes no op that the rule-by-rule check finds a problem with") {
+  // A program with every kind of op (an NCCL group, events, host syncs), of which each round breaks
+  // one or two fields of random ops (values out of range, negative, non-finite, or valid but
+  // elsewhere): accepts (quick test first) and explain (every rule) must find the same problems.
+  sc::program base;
+  base.rank = 1;
+  base.streams = {{sc::stream_role::compute, 0}, {sc::stream_role::pp_send, -1}};
+  base.comms = {{"dp", {0, 1}}, {"pp", {1, 2}}, {"other", {0, 2}}};
+  base.num_events = 2;
+  base.buffers.resize(3);
+  base.ops = {compute(),
+              all_reduce(),
+              {.kind = sc::op_kind::record, .stream = 0, .event = 0},
+              {.kind = sc::op_kind::wait, .stream = 1, .event = 0},
+              {.kind = sc::op_kind::send, .stream = 1, .comm = 1, .peer = 1, .bytes = 64, .group = 3},
+              {.kind = sc::op_kind::recv, .stream = 1, .comm = 1, .peer = 1, .bytes = 64, .group = 3},
+              {.kind = sc::op_kind::host_sync, .event = 0},
+              {.kind = sc::op_kind::host_sync},
+              {.kind = sc::op_kind::compute, .stream = 0, .reads = {0, 1}, .writes = {2}}};
+  REQUIRE(sc::structure_problems(base).empty());
+  std::uint64_t state = 7;
+  const auto next = [&](std::uint64_t n) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return (state >> 33) % n;
+  };
+  const int ints[] = {-2, -1, 0, 1, 2, 3, 7, INT_MAX};
+  const double doubles[] = {0.0, -0.0, 1e6, -1.0, std::numeric_limits<double>::infinity(),
+                            std::numeric_limits<double>::quiet_NaN()};
+  int rounds_with_problems = 0;
+  for (int round = 0; round < 20000; ++round) {
+    sc::program p = base;
+    for (int change = 0; change < 1 + static_cast<int>(next(2)); ++change) {
+      sc::op& o = p.ops[next(p.ops.size())];
+      const int v = ints[next(std::size(ints))];
+      switch (next(13)) {
+        case 0: o.kind = static_cast<sc::op_kind>(next(9)); break;
+        case 1: o.stream = v; break;
+        case 2: o.comm = v; break;
+        case 3: o.peer = v; break;
+        case 4: o.event = v; break;
+        case 5: o.group = v; break;
+        case 6: o.bytes = v; break;
+        case 7: o.memory_bytes = v; break;
+        case 8: o.flops = doubles[next(std::size(doubles))]; break;
+        case 9: o.coll = static_cast<sc::collective>(next(6)); break;
+        case 10: o.key.type = static_cast<sc::op_type>(next(sc::op_type_count + 2)); break;
+        case 11: o.reads.push_back(v); break;
+        default: p.num_events = v; break;
+      }
+    }
+    sc::structure_check quick(p), full(p);
+    for (std::size_t i = 0; i < p.ops.size(); ++i) {
+      CAPTURE(round);
+      CAPTURE(i);
+      REQUIRE(quick.accepts(i) == full.explain(i));
+    }
+    REQUIRE(quick.problems().size() == full.problems().size());
+    for (std::size_t k = 0; k < full.problems().size(); ++k) CHECK(quick.problems()[k].text == full.problems()[k].text);
+    rounds_with_problems += !full.problems().empty();
+  }
+  CHECK(rounds_with_problems > 10000);  // most rounds break something
+}
+
 TEST_CASE("simulate: ranks that disagree on a collective hang with a wait-for graph, as on NCCL") {
   const sim::cost_model h100(sim::h100_node());
   auto kind = pair_step();

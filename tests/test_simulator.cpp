@@ -3,10 +3,12 @@
 // and no launch cost unless a test sets them.
 #include <doctest/doctest.h>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
 #include <overlap/sim/bound.hpp>
+#include <overlap/sim/large_array.hpp>
 #include <overlap/sim/simulator.hpp>
 
 namespace sc = overlap::schedule;
@@ -239,4 +241,44 @@ TEST_CASE("a host sync on an event waits for that event only") {
   const auto problems = sc::structure_problems(bad);
   REQUIRE(problems.size() == 1);
   CHECK(problems[0].rule == sc::structure_rule::wait_order);
+}
+
+TEST_CASE("each compute op runs for its cost model's time, asked once per shape by the analytic model and per op by a derived one") {
+  // Four GEMMs of one shape in layers 0-3 and one twice as long: alone on the GPU, each runs for
+  // what the model says of it. The analytic model reads the shape only (its answers are reused);
+  // a derived model that reads the layer must be asked for every op.
+  struct by_layer : sim::cost_model {
+    using sim::cost_model::cost_model;
+    double compute_us(const sc::op& o, int sms) const override {
+      return sim::cost_model::compute_us(o, sms) + o.key.at.layer;
+    }
+  };
+  const sim::cost_model analytic(toy());
+  const by_layer derived(toy());
+  REQUIRE(analytic.analytic_compute());
+  REQUIRE_FALSE(derived.analytic_compute());
+  std::vector<sc::program> step;
+  for (int rank = 0; rank < 2; ++rank)
+    step.push_back(two_rank_program(rank, 1, {gemm(0, 0), gemm(0, 1), gemm(0, 2), gemm(0, 3), gemm(0, 4, 2e9)}));
+  for (const bool unlimited : {false, true}) {
+    CAPTURE(unlimited);
+    const sim::result a = sim::simulate(step, analytic, {.unlimited_resources = unlimited});
+    const sim::result d = sim::simulate(step, derived, {.unlimited_resources = unlimited});
+    for (int op = 0; op < 5; ++op) {
+      CAPTURE(op);
+      const double whole = op < 4 ? 10.0 : 20.0;
+      CHECK(interval_of(a, 1, op).end_us - interval_of(a, 1, op).start_us == doctest::Approx(whole));
+      CHECK(interval_of(d, 1, op).end_us - interval_of(d, 1, op).start_us == doctest::Approx(whole + op));
+    }
+  }
+}
+
+TEST_CASE("reserve_large gives room for n elements and keeps what the vector holds") {
+  std::vector<std::uint32_t> v{1, 2, 3};
+  sim::detail::reserve_large(v, 3'000'000);  // 12 MB: a huge-page hint on Linux
+  CHECK(v.capacity() >= 3'000'000);
+  CHECK(v == std::vector<std::uint32_t>{1, 2, 3});
+  const std::uint32_t* data = v.data();
+  sim::detail::reserve_large(v, 10);  // room already: nothing moves
+  CHECK(v.data() == data);
 }

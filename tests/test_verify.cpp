@@ -2,9 +2,12 @@
 // into it is rejected with the rank, the op and the reason.
 #include <doctest/doctest.h>
 
+#include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
+#include <overlap/program/rendezvous.hpp>
 #include <overlap/verify/verify.hpp>
 
 namespace sc = overlap::schedule;
@@ -195,4 +198,26 @@ TEST_CASE("fault: malformed ops are named") {
   CHECK(mentions(found, 0, 0, "stream 7 does not exist"));
   CHECK(mentions(found, 1, 3, "communicator 4 does not exist"));
   CHECK(mentions(found, 1, 7, "buffer 9 does not exist"));
+}
+
+TEST_CASE("match_rendezvous: from the caller's lists of communication ops, the groups a scan of every op finds") {
+  std::vector<sc::program> step = dp_step();
+  std::vector<std::vector<std::uint32_t>> lists(step.size());
+  for (std::size_t pi = 0; pi < step.size(); ++pi)
+    for (std::size_t i = 0; i < step[pi].ops.size(); ++i)
+      if (sc::is_communication(step[pi].ops[i].kind)) lists[pi].push_back(static_cast<std::uint32_t>(i));
+  const sc::rendezvous_set scanned = sc::match_rendezvous(step);
+  const sc::rendezvous_set listed = sc::match_rendezvous(step, {.communication = &lists});
+  REQUIRE(scanned.groups.size() > 0);
+  REQUIRE(listed.groups.size() == scanned.groups.size());
+  for (std::size_t g = 0; g < scanned.groups.size(); ++g) {
+    REQUIRE(listed.groups[g].size() == scanned.groups[g].size());
+    for (std::size_t k = 0; k < scanned.groups[g].size(); ++k) {
+      CHECK(listed.groups[g][k].program == scanned.groups[g][k].program);
+      CHECK(listed.groups[g][k].op == scanned.groups[g][k].op);
+    }
+  }
+  lists.pop_back();
+  CHECK_THROWS_WITH_AS((void)sc::match_rendezvous(step, {.communication = &lists}),
+                       doctest::Contains("1 lists of communication ops for 2 programs"), std::invalid_argument);
 }

@@ -99,49 +99,8 @@ class structure_check {
     return explain(i);
   }
 
-  /// The problems found so far, the program's own first, then op by op.
-  const std::vector<structure_problem>& problems() const& { return out_; }
-  std::vector<structure_problem> problems() && { return std::move(out_); }
-
- private:
-  static bool in(auto v, std::size_t n) { return v >= 0 && static_cast<std::size_t>(v) < n; }
-  static bool all_below(const buffer_list& list, std::size_t n) {
-    bool below = true;  // negative indices convert to huge ones
-    for (const int b : list) below &= static_cast<std::size_t>(b) < n;
-    return below;
-  }
-
-  /// A quick test that passes only ops `explain` finds nothing wrong with (an op in an NCCL group
-  /// is left to it): what nearly every op of a large program takes, with no text made and no
-  /// branch per rule. Its one effect, an event's record, is `accepts`'s.
-  bool plainly_fine(const op& o) const {
-    if (static_cast<unsigned>(o.kind) > static_cast<unsigned>(op_kind::host_sync) || !is_valid(o.key.type) ||
-        !is_valid(o.key.slot) || o.group >= 0)
-      return false;
-    bool fine = (o.key.type == op_type::none || kind_of(o.key.type) == o.kind) && (o.bytes | o.memory_bytes) >= 0 &&
-                o.flops >= 0 && o.flops < std::numeric_limits<double>::infinity() &&  // NaN fails both
-                all_below(o.reads, p_.buffers.size()) && all_below(o.writes, p_.buffers.size());
-    if (o.kind != op_kind::host_sync) fine = fine && in(o.stream, p_.streams.size());
-    switch (o.kind) {
-      case op_kind::compute: return fine;
-      case op_kind::collective:
-        return fine && static_cast<unsigned>(o.coll) <= static_cast<unsigned>(collective::all_to_all) &&
-               in(o.comm, p_.comms.size()) && position_[static_cast<std::size_t>(o.comm)] >= 0;
-      case op_kind::send:
-      case op_kind::recv: {
-        if (!fine || !in(o.comm, p_.comms.size()) || position_[static_cast<std::size_t>(o.comm)] < 0) return false;
-        const communicator& c = p_.comms[static_cast<std::size_t>(o.comm)];
-        return in(o.peer, c.ranks.size()) && c.ranks[static_cast<std::size_t>(o.peer)] != p_.rank;
-      }
-      case op_kind::record: return fine && in(o.event, events_);
-      case op_kind::wait: return fine && in(o.event, events_) && recorded_[static_cast<std::size_t>(o.event)];
-      case op_kind::host_sync:
-        return fine && (o.event == -1 || (in(o.event, events_) && recorded_[static_cast<std::size_t>(o.event)]));
-    }
-    return false;
-  }
-
-  /// Every rule on op `i`, each problem in words; false when it has one.
+  /// Checks op `i` as `accepts` does, rule by rule with no quick test first: what `accepts` runs
+  /// for an op its quick test does not pass (and what a test holds the quick test against).
   [[gnu::noinline]] bool explain(std::size_t i) {
     const std::size_t before = out_.size();
     const op& o = p_.ops[i];
@@ -203,6 +162,48 @@ class structure_check {
       for (const int b : *list)
         if (!in(b, p_.buffers.size())) bad(i, structure_rule::buffer, "buffer " + std::to_string(b) + " does not exist");
     return out_.size() == before;
+  }
+
+  /// The problems found so far, the program's own first, then op by op.
+  const std::vector<structure_problem>& problems() const& { return out_; }
+  std::vector<structure_problem> problems() && { return std::move(out_); }
+
+ private:
+  static bool in(auto v, std::size_t n) { return v >= 0 && static_cast<std::size_t>(v) < n; }
+  static bool all_below(const buffer_list& list, std::size_t n) {
+    bool below = true;  // negative indices convert to huge ones
+    for (const int b : list) below &= static_cast<std::size_t>(b) < n;
+    return below;
+  }
+
+  /// A quick test that passes only ops `explain` finds nothing wrong with (an op in an NCCL group
+  /// is left to it): what nearly every op of a large program takes, with no text made and no
+  /// branch per rule. Its one effect, an event's record, is `accepts`'s.
+  bool plainly_fine(const op& o) const {
+    if (static_cast<unsigned>(o.kind) > static_cast<unsigned>(op_kind::host_sync) || !is_valid(o.key.type) ||
+        !is_valid(o.key.slot) || o.group >= 0)
+      return false;
+    bool fine = (o.key.type == op_type::none || kind_of(o.key.type) == o.kind) && (o.bytes | o.memory_bytes) >= 0 &&
+                o.flops >= 0 && o.flops < std::numeric_limits<double>::infinity() &&  // NaN fails both
+                all_below(o.reads, p_.buffers.size()) && all_below(o.writes, p_.buffers.size());
+    if (o.kind != op_kind::host_sync) fine = fine && in(o.stream, p_.streams.size());
+    switch (o.kind) {
+      case op_kind::compute: return fine;
+      case op_kind::collective:
+        return fine && static_cast<unsigned>(o.coll) <= static_cast<unsigned>(collective::all_to_all) &&
+               in(o.comm, p_.comms.size()) && position_[static_cast<std::size_t>(o.comm)] >= 0;
+      case op_kind::send:
+      case op_kind::recv: {
+        if (!fine || !in(o.comm, p_.comms.size()) || position_[static_cast<std::size_t>(o.comm)] < 0) return false;
+        const communicator& c = p_.comms[static_cast<std::size_t>(o.comm)];
+        return in(o.peer, c.ranks.size()) && c.ranks[static_cast<std::size_t>(o.peer)] != p_.rank;
+      }
+      case op_kind::record: return fine && in(o.event, events_);
+      case op_kind::wait: return fine && in(o.event, events_) && recorded_[static_cast<std::size_t>(o.event)];
+      case op_kind::host_sync:
+        return fine && (o.event == -1 || (in(o.event, events_) && recorded_[static_cast<std::size_t>(o.event)]));
+    }
+    return false;
   }
 
   void bad(std::size_t i, structure_rule rule, std::string why) {

@@ -8,8 +8,10 @@
 /// A user replaces it (for example with measured per-op times) by deriving from `cost_model`.
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
+#include <typeinfo>
 #include <utility>
 
 #include <overlap/program/program.hpp>
@@ -82,6 +84,22 @@ class cost_model {
     }
     return best;
   }
+
+  /// What the analytic `compute_us` reads of a compute op: two ops with equal inputs take equal
+  /// times on equal SMs, so a caller that asks for many ops (every layer's and micro-batch's GEMMs
+  /// are alike) may ask once per inputs, where `analytic_compute` says so.
+  struct compute_inputs {
+    schedule::op_type type = schedule::op_type::none;
+    std::int64_t m = 0, n = 0, k = 0, memory_bytes = 0;
+    std::uint64_t flops = 0;  ///< its bits: equal inputs give bit-equal times
+    friend constexpr bool operator==(const compute_inputs&, const compute_inputs&) = default;
+  };
+  static compute_inputs compute_inputs_of(const schedule::op& o) {
+    return {o.key.type, o.gemm.m, o.gemm.n, o.gemm.k, o.memory_bytes, std::bit_cast<std::uint64_t>(o.flops)};
+  }
+  /// Whether `compute_us` is this class's own, which reads `compute_inputs` alone (a derived
+  /// model may read anything of an op: its key, for measured times).
+  bool analytic_compute() const { return typeid(*this) == typeid(cost_model); }
 
   /// A compute op running on `sms` of the GPU's SMs.
   virtual double compute_us(const schedule::op& o, int sms) const {

@@ -244,6 +244,33 @@ inline void check_machine(const machine& m) {
                                 std::to_string(m.sustained_clock_mhz) + ")");
 }
 
+/// Compute ops' times on the whole GPU (`cost_model::compute_us` on all its SMs), as the set-up asks
+/// for every op: under the analytic model, which reads only an op's `compute_inputs`, ops of one
+/// shape (every layer's and micro-batch's GEMMs) are asked once, through a small direct-mapped
+/// table; a derived model is asked for every op.
+class whole_gpu_times {
+ public:
+  explicit whole_gpu_times(const cost_model& cost) : cost_(cost), reuse_(cost.analytic_compute()) {}
+  double of(const schedule::op& o) {
+    if (!reuse_) return cost_.compute_us(o, cost_.machine().sms);
+    const cost_model::compute_inputs in = cost_model::compute_inputs_of(o);
+    const auto mix = [](std::uint64_t h, auto x) { return (h ^ static_cast<std::uint64_t>(x)) * 0x9e3779b97f4a7c15ull; };
+    entry& e = table_[mix(mix(mix(mix(mix(static_cast<std::uint64_t>(in.type), in.m), in.n), in.k), in.memory_bytes), in.flops) >> 56];
+    if (!e.known || !(e.in == in)) e = {in, cost_.compute_us(o, cost_.machine().sms), true};
+    return e.us;
+  }
+
+ private:
+  struct entry {
+    cost_model::compute_inputs in;
+    double us = 0;
+    bool known = false;
+  };
+  const cost_model& cost_;
+  bool reuse_;
+  std::array<entry, 256> table_{};
+};
+
 /// Builds `rs` for program `p` with `queues` hardware queues in one pass over its ops, which checks
 /// them (`structure_check`: throws std::invalid_argument with the first problem), orders them
 /// (`rank_order`) and writes the loop's record of each: its kind, queue and time on the whole GPU,
@@ -251,10 +278,9 @@ inline void check_machine(const machine& m) {
 /// `queue_ops` must have room for p's ops: the rank's spans point into them), its communication
 /// ops to `communication`. `starts` and `to` are scratch (each op's successors), which the ranks
 /// share.
-inline void build_rank(rank_state& rs, const schedule::program& p, std::size_t queues, const cost_model& cost,
+inline void build_rank(rank_state& rs, const schedule::program& p, std::size_t queues, int sms, whole_gpu_times& times,
                        op_arrays& all, std::vector<std::uint32_t>& communication, std::vector<std::uint32_t>& starts,
                        std::vector<std::uint32_t>& to) {
-  const int sms = cost.machine().sms;
   const std::size_t n = p.ops.size();
   if (n >= std::numeric_limits<std::uint32_t>::max())
     throw std::length_error("simulate: rank " + std::to_string(p.rank) + " has " + std::to_string(n) +
@@ -278,7 +304,7 @@ inline void build_rank(rank_state& rs, const schedule::program& p, std::size_t q
     s.kind = o.kind;
     s.stream = o.stream;
     s.family = o.family();
-    if (o.kind == schedule::op_kind::compute) s.whole_us = cost.compute_us(o, sms);
+    if (o.kind == schedule::op_kind::compute) s.whole_us = times.of(o);
     if (schedule::is_communication(o.kind)) communication.push_back(static_cast<std::uint32_t>(i));
     if (o.kind != schedule::op_kind::host_sync) {
       s.queue = static_cast<std::uint16_t>(static_cast<std::size_t>(o.stream) % queues);
@@ -412,11 +438,12 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
   for (const schedule::program& p : programs) total_ops += p.ops.size();
   detail::op_arrays& arrays = memory.arrays(programs.size(), total_ops);
   std::vector<std::uint32_t> successor_starts, successors;  // build_rank's scratch, one rank after another
+  detail::whole_gpu_times whole_gpu(cost);
   for (std::size_t pi = 0; pi < programs.size(); ++pi) {
     const schedule::program& p = programs[pi];
     timer_base[pi] = arrays.ops.size();
-    detail::build_rank(ranks[pi], p, std::max<std::size_t>(1, std::min<std::size_t>(p.streams.size(), connections)), cost,
-                       arrays, arrays.communication[pi], successor_starts, successors);
+    detail::build_rank(ranks[pi], p, std::max<std::size_t>(1, std::min<std::size_t>(p.streams.size(), connections)), m.sms,
+                       whole_gpu, arrays, arrays.communication[pi], successor_starts, successors);
   }
   if (const auto problems = schedule::step_problems(programs); !problems.empty())
     throw std::invalid_argument("simulate: rank " + std::to_string(problems.front().rank) + ": " +
