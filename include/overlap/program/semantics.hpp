@@ -83,7 +83,8 @@ class structure_check {
  public:
   /// Checks what concerns the program as a whole (its problems come first).
   explicit structure_check(const program& p)
-      : p_(p), events_(p.num_events < 0 ? 0 : static_cast<std::size_t>(p.num_events)), recorded_(events_, false),
+      : p_(p), streams_(p.streams.size()), buffers_(p.buffers.size()),
+        events_(p.num_events < 0 ? 0 : static_cast<std::size_t>(p.num_events)), recorded_(events_, false),
         position_(p.comms.size()) {
     if (p.num_events < 0) out_.push_back({-1, structure_rule::event, "num_events is " + std::to_string(p.num_events)});
     for (std::size_t c = 0; c < p.comms.size(); ++c) position_[c] = member_index(p.comms[c], p.rank);
@@ -185,16 +186,16 @@ class structure_check {
       return false;
     bool fine = (o.key.type == op_type::none || kind_of(o.key.type) == o.kind) && (o.bytes | o.memory_bytes) >= 0 &&
                 o.flops >= 0 && o.flops < std::numeric_limits<double>::infinity() &&  // NaN fails both
-                all_below(o.reads, p_.buffers.size()) && all_below(o.writes, p_.buffers.size());
-    if (o.kind != op_kind::host_sync) fine = fine && in(o.stream, p_.streams.size());
+                all_below(o.reads, buffers_) && all_below(o.writes, buffers_);
+    if (o.kind != op_kind::host_sync) fine = fine && in(o.stream, streams_);
     switch (o.kind) {
       case op_kind::compute: return fine;
       case op_kind::collective:
         return fine && static_cast<unsigned>(o.coll) <= static_cast<unsigned>(collective::all_to_all) &&
-               in(o.comm, p_.comms.size()) && position_[static_cast<std::size_t>(o.comm)] >= 0;
+               in(o.comm, position_.size()) && position_[static_cast<std::size_t>(o.comm)] >= 0;
       case op_kind::send:
       case op_kind::recv: {
-        if (!fine || !in(o.comm, p_.comms.size()) || position_[static_cast<std::size_t>(o.comm)] < 0) return false;
+        if (!fine || !in(o.comm, position_.size()) || position_[static_cast<std::size_t>(o.comm)] < 0) return false;
         const communicator& c = p_.comms[static_cast<std::size_t>(o.comm)];
         return in(o.peer, c.ranks.size()) && c.ranks[static_cast<std::size_t>(o.peer)] != p_.rank;
       }
@@ -211,6 +212,7 @@ class structure_check {
   }
 
   const program& p_;
+  std::size_t streams_, buffers_;  ///< p_'s counts, read for every op
   std::size_t events_;
   std::vector<bool> recorded_;
   std::unordered_set<int> started_groups_;
@@ -279,8 +281,9 @@ class rank_order {
         close();
         continue;
       }
-      streams[static_cast<std::size_t>(o.stream)].take(i, first_[at], preds_);
-      if (is_communication(o.kind)) comms[static_cast<std::size_t>(o.comm)].take(i, first_[at], preds_);
+      const bool grouped = o.group >= 0;
+      streams[static_cast<std::size_t>(o.stream)].take(i, first_[at], grouped, preds_);
+      if (is_communication(o.kind)) comms[static_cast<std::size_t>(o.comm)].take(i, first_[at], grouped, preds_);
       if (o.kind == op_kind::record) last_record[static_cast<std::size_t>(o.event)] = static_cast<long>(at);
       if (o.kind == op_kind::wait && last_record[static_cast<std::size_t>(o.event)] >= 0)
         preds_.push_back(static_cast<index>(last_record[static_cast<std::size_t>(o.event)]));
@@ -319,7 +322,13 @@ class rank_order {
   struct fifo {
     std::vector<index> after, at_group_start;
     index group = std::numeric_limits<index>::max();  ///< the first member of the last op's group
-    void take(index i, index group_first, std::vector<index>& preds) {
+    void take(index i, index group_first, bool grouped, std::vector<index>& preds) {
+      if (!grouped && after.size() == 1) {  // alone, after one op (most ops): in place
+        preds.push_back(after[0]);
+        after[0] = i;
+        group = i;  // at_group_start is read only for a later member of a group that starts at `group`
+        return;
+      }
       if (group_first != i && group == group_first) {  // a later member of the group it last took
         for (const index x : at_group_start) preds.push_back(x);
         after.push_back(i);
