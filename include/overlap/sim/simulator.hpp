@@ -254,8 +254,12 @@ class whole_gpu_times {
   double of(const schedule::op& o) {
     if (!reuse_) return cost_.compute_us(o, cost_.machine().sms);
     const cost_model::compute_inputs in = cost_model::compute_inputs_of(o);
-    const auto mix = [](std::uint64_t h, auto x) { return (h ^ static_cast<std::uint64_t>(x)) * 0x9e3779b97f4a7c15ull; };
-    entry& e = table_[mix(mix(mix(mix(mix(static_cast<std::uint64_t>(in.type), in.m), in.n), in.k), in.memory_bytes), in.flops) >> 56];
+    const auto mix = [](std::uint64_t h, auto x) {
+      return (h ^ static_cast<std::uint64_t>(x)) * 0x9e3779b97f4a7c15ull;
+    };
+    const std::uint64_t h =
+        mix(mix(mix(mix(mix(static_cast<std::uint64_t>(in.type), in.m), in.n), in.k), in.memory_bytes), in.flops);
+    entry& e = table_[h >> 56];
     if (!e.known || !(e.in == in)) e = {in, cost_.compute_us(o, cost_.machine().sms), true};
     return e.us;
   }
@@ -429,8 +433,8 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
   const int connections = std::max(1, opt.cuda_device_max_connections);
   detail::check_machine(m);  // before the set-up asks the cost model of it
 
-  // Each rank's structure is checked and its loop state built in one go, while its ops are in
-  // cache.
+  // Each rank is checked, ordered and set up in one pass over its ops (build_rank), which also
+  // lists its communication ops for the rendezvous matching.
   detail::workspace_lease memory(opt.reuse);
   std::vector<detail::rank_state>& ranks = memory.ranks(programs.size());
   std::vector<std::size_t> timer_base(programs.size());  // rank's timer id of its op 0 (a compute op's end)
@@ -457,7 +461,8 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
       detail::bad_cost(programs[pi], i, us);
     return us;
   };
-  const schedule::rendezvous_set matched = schedule::match_rendezvous(programs, {.explain = false, .communication = &arrays.communication});
+  const schedule::rendezvous_set matched =
+      schedule::match_rendezvous(programs, {.explain = false, .communication = &arrays.communication});
   const std::size_t groups = matched.groups.size();
   if (groups >= static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max()))
     throw std::length_error("simulate: " + std::to_string(groups) + " rendezvous do not fit the event loop's 32-bit ids");
