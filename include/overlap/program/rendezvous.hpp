@@ -159,13 +159,21 @@ inline rendezvous_set match_rendezvous(const std::vector<program>& programs, mat
   }
   std::vector<std::vector<int>> members(names.size());  // as the first program holding it lists them
   std::vector<char> seen(names.size(), 0);
-  std::vector<std::map<int, std::vector<op_ref>>> collectives(names.size());  // name -> rank -> ops
-  std::map<std::tuple<int, int, int>, std::vector<op_ref>> sends, recvs;      // (name, from, to)
+  // A communication op as the matching reads it: where it is, and what its partners must agree on,
+  // copied while its program's ops are read in order (a step's ops outgrow the caches: read again
+  // member by member, each would be a miss).
+  struct taken {
+    op_ref ref;
+    std::int64_t seq, bytes;
+    collective coll;
+  };
+  std::vector<std::map<int, std::vector<taken>>> collectives(names.size());  // name -> rank -> ops
+  std::map<std::tuple<int, int, int>, std::vector<taken>> sends, recvs;      // (name, from, to)
   // Per program, each communicator's list of this rank's collectives and, per peer, of its sends
   // and receives: looked up once, not per op.
   std::vector<int> number_of;
-  std::vector<std::vector<op_ref>*> own;
-  std::vector<std::vector<std::vector<op_ref>*>> to, from;
+  std::vector<std::vector<taken>*> own;
+  std::vector<std::vector<std::vector<taken>*>> to, from;
   for (std::size_t pi = 0; pi < programs.size(); ++pi) {
     const program& p = programs[pi];
     number_of.resize(p.comms.size());
@@ -182,9 +190,10 @@ inline rendezvous_set match_rendezvous(const std::vector<program>& programs, mat
         seen[static_cast<std::size_t>(name)] = 1;
         members[static_cast<std::size_t>(name)] = c.ranks;
       }
+      const taken t{{pi, i}, o.seq, o.bytes, o.coll};
       if (o.kind == op_kind::collective) {
         if (!own[comm]) own[comm] = &collectives[static_cast<std::size_t>(name)][p.rank];
-        own[comm]->push_back({pi, i});
+        own[comm]->push_back(t);
         return;
       }
       const bool send = o.kind == op_kind::send;
@@ -193,7 +202,7 @@ inline rendezvous_set match_rendezvous(const std::vector<program>& programs, mat
       auto& list = lists[static_cast<std::size_t>(o.peer)];
       const int peer = c.ranks[static_cast<std::size_t>(o.peer)];
       if (!list) list = send ? &sends[{name, p.rank, peer}] : &recvs[{name, peer, p.rank}];
-      list->push_back({pi, i});
+      list->push_back(t);
     };
     if (how.communication)
       for (const std::uint32_t i : (*how.communication)[pi]) take(i);
@@ -201,24 +210,31 @@ inline rendezvous_set match_rendezvous(const std::vector<program>& programs, mat
       for (std::size_t i = 0; i < p.ops.size(); ++i)
         if (is_communication(p.ops[i].kind)) take(i);
   }
-  const auto at = [&](op_ref r) -> const op& { return programs[r.program].ops[r.op]; };
-  const auto rank_of = [&](op_ref r) { return programs[r.program].rank; };
+  const auto rank_of = [&](const taken& t) { return programs[t.ref.program].rank; };
   // `why` makes the text only when it is wanted.
   const auto problem = [&](int rank, long op_index, const auto& why) {
     if (explain) out.problems.push_back({rank, static_cast<int>(op_index), why()});
   };
 
+  std::vector<const std::vector<taken>*> member_lists;  // one name's, per member (null: none)
   for (std::size_t number = 0; number < names.size(); ++number) {
     const std::string& name = names[number];
-    const std::map<int, std::vector<op_ref>>& by_rank = collectives[number];
+    const std::map<int, std::vector<taken>>& by_rank = collectives[number];
     std::size_t length = 0;
     for (const auto& [rank, list] : by_rank)
       if (list.size() > length) length = list.size();
+    member_lists.clear();
+    for (const int r : members[number]) {
+      const auto it = by_rank.find(r);
+      member_lists.push_back(it == by_rank.end() ? nullptr : &it->second);
+    }
     for (std::size_t k = 0; k < length; ++k) {
       std::string disagrees;
-      for (const int r : members[number]) {
-        const auto it = by_rank.find(r);
-        const std::size_t have = it == by_rank.end() ? 0 : it->second.size();
+      const taken* first = nullptr;  // the group's first member
+      for (std::size_t at = 0; at < members[number].size(); ++at) {
+        const int r = members[number][at];
+        const std::vector<taken>* list = member_lists[at];
+        const std::size_t have = list ? list->size() : 0;
         if (k >= have) {
           if (have == 0 && absent(r)) continue;
           problem(r, -1, [&] {
@@ -228,30 +244,32 @@ inline rendezvous_set match_rendezvous(const std::vector<program>& programs, mat
           });
           continue;
         }
-        const op_ref cur = it->second[k];
-        if (at(cur).seq != static_cast<std::int64_t>(k))
-          problem(r, static_cast<long>(cur.op), [&] {
-            return "sequence number " + std::to_string(at(cur).seq) + " on " + name + " where the issue order gives " +
+        const taken& cur = (*list)[k];
+        if (cur.seq != static_cast<std::int64_t>(k))
+          problem(r, static_cast<long>(cur.ref.op), [&] {
+            return "sequence number " + std::to_string(cur.seq) + " on " + name + " where the issue order gives " +
                    std::to_string(k);
           });
-        if (const std::span<const op_ref> group = out.groups.open(); !group.empty()) {
-          const op& a = at(group.front());
-          const op& b = at(cur);
+        if (first) {
+          const taken& a = *first;
+          const taken& b = cur;
           if (a.coll != b.coll || a.bytes != b.bytes) {
-            problem(r, static_cast<long>(cur.op), [&] {
+            problem(r, static_cast<long>(cur.ref.op), [&] {
               return "collective #" + std::to_string(k) + " on " + name + " is " + std::string(to_string(b.coll)) +
                      " of " + std::to_string(b.bytes) + " bytes here but " + std::string(to_string(a.coll)) + " of " +
-                     std::to_string(a.bytes) + " bytes on rank " + std::to_string(rank_of(group.front())) +
+                     std::to_string(a.bytes) + " bytes on rank " + std::to_string(rank_of(a)) +
                      " (ranks issue " + name + "'s collectives in different orders: hang)";
             });
             if (disagrees.empty())
-              disagrees = "ranks " + std::to_string(rank_of(group.front())) + " and " + std::to_string(r) +
+              disagrees = "ranks " + std::to_string(rank_of(a)) + " and " + std::to_string(r) +
                           " disagree on collective #" + std::to_string(k) + " of " + name + ": " +
                           std::string(to_string(a.coll)) + " of " + std::to_string(a.bytes) + " bytes vs " +
                           std::string(to_string(b.coll)) + " of " + std::to_string(b.bytes) + " bytes";
           }
+        } else {
+          first = &cur;
         }
-        out.groups.add(cur);
+        out.groups.add(cur.ref);
       }
       out.groups.close();
       out.disagreement.push_back(std::move(disagrees));
@@ -264,22 +282,22 @@ inline rendezvous_set match_rendezvous(const std::vector<program>& programs, mat
     const std::size_t matched = it == recvs.end() ? 0 : it->second.size();
     for (std::size_t k = 0; k < list.size(); ++k) {
       if (k >= matched) {
-        problem(rank_of(list[k]), static_cast<long>(list[k].op), [&] {
+        problem(rank_of(list[k]), static_cast<long>(list[k].ref.op), [&] {
           return "send #" + std::to_string(k) + " on " + comm + " has no matching recv (hang)";
         });
         continue;
       }
-      const op_ref peer = it->second[k];
+      const taken& peer = it->second[k];
       std::string disagrees;
-      if (at(list[k]).bytes != at(peer).bytes) {
-        disagrees = "send of " + std::to_string(at(list[k]).bytes) + " bytes meets a recv of " +
-                    std::to_string(at(peer).bytes) + " bytes on rank " + std::to_string(rank_of(peer));
-        problem(rank_of(list[k]), static_cast<long>(list[k].op), [&] { return disagrees; });
+      if (list[k].bytes != peer.bytes) {
+        disagrees = "send of " + std::to_string(list[k].bytes) + " bytes meets a recv of " +
+                    std::to_string(peer.bytes) + " bytes on rank " + std::to_string(rank_of(peer));
+        problem(rank_of(list[k]), static_cast<long>(list[k].ref.op), [&] { return disagrees; });
         disagrees = "ranks " + std::to_string(rank_of(list[k])) + " and " + std::to_string(rank_of(peer)) +
                     " disagree on send/recv #" + std::to_string(k) + " on " + comm + ": " + disagrees;
       }
-      out.groups.add(list[k]);
-      out.groups.add(peer);
+      out.groups.add(list[k].ref);
+      out.groups.add(peer.ref);
       out.groups.close();
       out.disagreement.push_back(std::move(disagrees));
     }
@@ -289,7 +307,7 @@ inline rendezvous_set match_rendezvous(const std::vector<program>& programs, mat
     const auto it = sends.find(key);
     const std::size_t matched = it == sends.end() ? 0 : it->second.size();
     for (std::size_t k = matched; k < list.size(); ++k)
-      problem(rank_of(list[k]), static_cast<long>(list[k].op), [&] {
+      problem(rank_of(list[k]), static_cast<long>(list[k].ref.op), [&] {
         return "recv #" + std::to_string(k) + " on " + comm + " has no matching send (hang)";
       });
   }

@@ -25,6 +25,7 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 #include <utility>
 #include <vector>
@@ -70,6 +71,30 @@ inline void prefetch_ahead(const std::vector<op>& ops, std::size_t i) {
   __builtin_prefetch(at + sizeof(op) - 1);
 }
 
+/// A value per event of a program (0 .. num_events - 1), `absent` until set. num_events is only a
+/// bound, and a program may declare far more events than it has ops: the events below a bound
+/// from its op count are a flat array, any others a map, so a huge num_events costs no memory.
+template <class T>
+class event_table {
+ public:
+  event_table(std::size_t events, std::size_t ops, T absent)
+      : dense_(std::min(events, 2 * ops + 64), absent), absent_(absent) {}
+  T operator[](std::size_t e) const {
+    if (e < dense_.size()) return dense_[e];
+    const auto it = sparse_.find(e);
+    return it == sparse_.end() ? absent_ : it->second;
+  }
+  void set(std::size_t e, T v) {
+    if (e < dense_.size()) dense_[e] = v;
+    else sparse_[e] = v;
+  }
+
+ private:
+  std::vector<T> dense_;
+  std::unordered_map<std::size_t, T> sparse_;
+  T absent_;
+};
+
 /// Whether op `i` of `ops` is a later member of the NCCL group of the op before it.
 inline bool continues_group(const std::vector<op>& ops, std::size_t i) {
   return i > 0 && ops[i].group >= 0 && ops[i - 1].group == ops[i].group;
@@ -84,7 +109,7 @@ class structure_check {
   /// Checks what concerns the program as a whole (its problems come first).
   explicit structure_check(const program& p)
       : p_(p), streams_(p.streams.size()), buffers_(p.buffers.size()),
-        events_(p.num_events < 0 ? 0 : static_cast<std::size_t>(p.num_events)), recorded_(events_, false),
+        events_(p.num_events < 0 ? 0 : static_cast<std::size_t>(p.num_events)), recorded_(events_, p.ops.size(), false),
         position_(p.comms.size()) {
     if (p.num_events < 0) out_.push_back({-1, structure_rule::event, "num_events is " + std::to_string(p.num_events)});
     for (std::size_t c = 0; c < p.comms.size(); ++c) position_[c] = member_index(p.comms[c], p.rank);
@@ -94,7 +119,7 @@ class structure_check {
   bool accepts(std::size_t i) {
     const op& o = p_.ops[i];
     if (plainly_fine(o)) [[likely]] {
-      if (o.kind == op_kind::record) recorded_[static_cast<std::size_t>(o.event)] = true;
+      if (o.kind == op_kind::record) recorded_.set(static_cast<std::size_t>(o.event), true);
       return true;
     }
     return explain(i);
@@ -143,7 +168,7 @@ class structure_check {
       if (!in(o.event, events_)) {
         bad(i, structure_rule::event, "event " + std::to_string(o.event) + " does not exist");
       } else if (o.kind == op_kind::record) {
-        recorded_[static_cast<std::size_t>(o.event)] = true;
+        recorded_.set(static_cast<std::size_t>(o.event), true);
       } else if (!recorded_[static_cast<std::size_t>(o.event)]) {
         bad(i, structure_rule::wait_order,
             "waits for event " + std::to_string(o.event) +
@@ -214,7 +239,7 @@ class structure_check {
   const program& p_;
   std::size_t streams_, buffers_;  ///< p_'s counts, read for every op
   std::size_t events_;
-  std::vector<bool> recorded_;
+  event_table<bool> recorded_;
   std::unordered_set<int> started_groups_;
   std::vector<int> position_;  ///< this rank's place in each communicator, or -1
   std::vector<structure_problem> out_;
@@ -254,7 +279,7 @@ class rank_order {
     preds_.reserve(2 * n);  // most ops follow one op of their stream and one of their communicator
 
     std::vector<fifo> streams(p.streams.size()), comms(p.comms.size());
-    std::vector<long> last_record(static_cast<std::size_t>(std::max(p.num_events, 0)), -1);
+    event_table<long> last_record(static_cast<std::size_t>(std::max(p.num_events, 0)), n, -1);
     long last_sync = -1;
     offsets_.reserve(n + 1);
     offsets_.push_back(0);
@@ -284,7 +309,7 @@ class rank_order {
       const bool grouped = o.group >= 0;
       streams[static_cast<std::size_t>(o.stream)].take(i, first_[at], grouped, preds_);
       if (is_communication(o.kind)) comms[static_cast<std::size_t>(o.comm)].take(i, first_[at], grouped, preds_);
-      if (o.kind == op_kind::record) last_record[static_cast<std::size_t>(o.event)] = static_cast<long>(at);
+      if (o.kind == op_kind::record) last_record.set(static_cast<std::size_t>(o.event), static_cast<long>(at));
       if (o.kind == op_kind::wait && last_record[static_cast<std::size_t>(o.event)] >= 0)
         preds_.push_back(static_cast<index>(last_record[static_cast<std::size_t>(o.event)]));
       close();
