@@ -815,11 +815,14 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
           ++rs.queues[q].next;
           progressed = true;
           // The op after the queue's new head is what this queue looks at after its next dispatch,
-          // maybe many other ranks' events from now: start fetching its state (its cost is in it).
+          // maybe many other ranks' events from now: start fetching its state and what its cost reads
+          // when it does not start on the whole GPU (communication kernels hold SMs: TP overlap).
           if (rs.queues[q].next + 1 < rs.queues[q].end) {
             const std::size_t later = rs.queue_ops[rs.queues[q].next + 1];
             __builtin_prefetch(&rs.ops[later]);
             __builtin_prefetch(reinterpret_cast<const char*>(&rs.ops[later]) + sizeof(detail::op_state) - 1);
+            __builtin_prefetch(&p.ops[later]);
+            __builtin_prefetch(&p.ops[later].memory_bytes);
           }
         }
       }
