@@ -164,8 +164,9 @@ inline rendezvous_set match_rendezvous(const std::vector<program>& programs, mat
   // member by member, each would be a miss).
   struct taken {
     op_ref ref;
-    std::int64_t seq, bytes;
+    std::int64_t bytes;
     collective coll;
+    bool in_order;  ///< a collective: its sequence number is its place among its rank's on its communicator
   };
   std::vector<std::map<int, std::vector<taken>>> collectives(names.size());  // name -> rank -> ops
   std::map<std::tuple<int, int, int>, std::vector<taken>> sends, recvs;      // (name, from, to)
@@ -190,10 +191,9 @@ inline rendezvous_set match_rendezvous(const std::vector<program>& programs, mat
         seen[static_cast<std::size_t>(name)] = 1;
         members[static_cast<std::size_t>(name)] = c.ranks;
       }
-      const taken t{{pi, i}, o.seq, o.bytes, o.coll};
       if (o.kind == op_kind::collective) {
         if (!own[comm]) own[comm] = &collectives[static_cast<std::size_t>(name)][p.rank];
-        own[comm]->push_back(t);
+        own[comm]->push_back({{pi, i}, o.bytes, o.coll, o.seq == static_cast<std::int64_t>(own[comm]->size())});
         return;
       }
       const bool send = o.kind == op_kind::send;
@@ -202,7 +202,7 @@ inline rendezvous_set match_rendezvous(const std::vector<program>& programs, mat
       auto& list = lists[static_cast<std::size_t>(o.peer)];
       const int peer = c.ranks[static_cast<std::size_t>(o.peer)];
       if (!list) list = send ? &sends[{name, p.rank, peer}] : &recvs[{name, peer, p.rank}];
-      list->push_back(t);
+      list->push_back({{pi, i}, o.bytes, o.coll, true});
     };
     if (how.communication)
       for (const std::uint32_t i : (*how.communication)[pi]) take(i);
@@ -245,10 +245,10 @@ inline rendezvous_set match_rendezvous(const std::vector<program>& programs, mat
           continue;
         }
         const taken& cur = (*list)[k];
-        if (cur.seq != static_cast<std::int64_t>(k))
+        if (!cur.in_order)
           problem(r, static_cast<long>(cur.ref.op), [&] {
-            return "sequence number " + std::to_string(cur.seq) + " on " + name + " where the issue order gives " +
-                   std::to_string(k);
+            return "sequence number " + std::to_string(programs[cur.ref.program].ops[cur.ref.op].seq) + " on " + name +
+                   " where the issue order gives " + std::to_string(k);
           });
         if (first) {
           const taken& a = *first;
