@@ -221,3 +221,11 @@ TEST_CASE("match_rendezvous: from the caller's lists of communication ops, the g
   CHECK_THROWS_WITH_AS((void)sc::match_rendezvous(step, {.communication = &lists}),
                        doctest::Contains("1 lists of communication ops for 2 programs"), std::invalid_argument);
 }
+
+TEST_CASE("fault: a collective whose sequence number is not its place on its communicator") {
+  auto step = dp_step();
+  step[1].ops[3].seq = 5;
+  const auto found = ov::verify(step);
+  CAPTURE(reasons(found, step));
+  CHECK(mentions(found, 1, 3, "sequence number 5 on dp where the issue order gives 0"));
+}
