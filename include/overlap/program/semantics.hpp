@@ -145,14 +145,14 @@ class structure_check {
     if (o.kind == op_kind::collective &&
         static_cast<unsigned>(o.coll) > static_cast<unsigned>(collective::all_to_all))
       bad(i, structure_rule::kind, "collective " + std::to_string(static_cast<int>(o.coll)) + " does not exist");
-    if (o.kind != op_kind::host_sync && !in(o.stream, p_.streams.size()))
+    if (o.kind != op_kind::host_sync && !in(o.stream, streams_))
       bad(i, structure_rule::stream, "stream " + std::to_string(o.stream) + " does not exist");
     if (o.bytes < 0 || o.memory_bytes < 0 || !std::isfinite(o.flops) || o.flops < 0)
       bad(i, structure_rule::size, "negative or non-finite size (bytes " + std::to_string(o.bytes) +
                                        ", memory bytes " + std::to_string(o.memory_bytes) + ", flops " +
                                        std::to_string(o.flops) + ")");
     if (is_communication(o.kind)) {
-      if (!in(o.comm, p_.comms.size())) {
+      if (!in(o.comm, position_.size())) {
         bad(i, structure_rule::comm, "communicator " + std::to_string(o.comm) + " does not exist");
       } else {
         const communicator& c = p_.comms[static_cast<std::size_t>(o.comm)];
@@ -186,7 +186,7 @@ class structure_check {
     }
     for (const auto* list : {&o.reads, &o.writes})
       for (const int b : *list)
-        if (!in(b, p_.buffers.size())) bad(i, structure_rule::buffer, "buffer " + std::to_string(b) + " does not exist");
+        if (!in(b, buffers_)) bad(i, structure_rule::buffer, "buffer " + std::to_string(b) + " does not exist");
     return out_.size() == before;
   }
 
@@ -241,7 +241,7 @@ class structure_check {
   std::size_t events_;
   event_table<bool> recorded_;
   std::unordered_set<int> started_groups_;
-  std::vector<int> position_;  ///< this rank's place in each communicator, or -1
+  std::vector<int> position_;  ///< this rank's place in each communicator (one per communicator), or -1
   std::vector<structure_problem> out_;
 };
 
