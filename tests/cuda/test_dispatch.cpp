@@ -3,6 +3,7 @@
 // CUDA graph capture and replay, and borrowed streams.
 #include <doctest/doctest.h>
 
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -72,6 +73,24 @@ TEST_CASE("run issues every op in program order on its stream, grouped ops insid
   CHECK(s().events_destroyed == 2 + 1 + 2);  // the program's, the graph fork, the graph joins
 }
 
+TEST_CASE("the executor creates the events its ops use, not one per declared id") {
+  // num_events is only a bound: a program may declare INT_MAX of them (a CUDA event per id would
+  // exhaust the device). Its used ids get their handles in id order.
+  reset();
+  sc::program p = small_program();
+  p.num_events = std::numeric_limits<int>::max();
+  p.ops[4].event = p.ops[7].event = p.num_events - 1;  // the pipeline record and its wait
+  const auto comms = comms_for(p);
+  {
+    executor exec(p, supply(p, comms));
+    CHECK(s().next_event == 2 + 1 + 2);  // events 0 and INT_MAX - 1, the graph fork, the graph joins
+    s().log.clear();
+    exec.run();
+    CHECK(s().log == small_step);
+  }
+  CHECK(s().events_destroyed == 2 + 1 + 2);
+}
+
 TEST_CASE("a wait uses the handle of its event, so it follows that event's latest record") {
   reset();
   sc::program p;
@@ -88,8 +107,9 @@ TEST_CASE("a wait uses the handle of its event, so it follows that event's lates
   executor exec(p, {});
   s().log.clear();
   exec.run();
-  const std::vector<std::string> expected = {"record e202 s100", "record e200 s100", "wait s101 e200",
-                                             "record e200 s101", "wait s100 e200", "wait s101 e202"};
+  // Event 1 is unused: it gets no handle, and event 2 the second one.
+  const std::vector<std::string> expected = {"record e201 s100", "record e200 s100", "wait s101 e200",
+                                             "record e200 s101", "wait s100 e200", "wait s101 e201"};
   CHECK(s().log == expected);
 }
 

@@ -34,6 +34,7 @@
 /// created with timing on at the first `run_timed` and kept until the executor goes; `run()` and
 /// `capture()` never issue them.
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstddef>
@@ -510,7 +511,17 @@ class basic_executor {
       owned_events_.push_back(e);
       return e;
     };
-    for (int i = 0; i < program_.num_events; ++i) events_.push_back(make_event("cudaEventCreateWithFlags"));
+    // The events its ops use, in id order: num_events is only a bound, which a program may set far
+    // above its op count (a CUDA event per declared id would exhaust the device for INT_MAX).
+    std::vector<int> used;
+    for (const schedule::op& o : program_.ops)
+      if (o.event >= 0 && (o.kind == schedule::op_kind::record || o.kind == schedule::op_kind::wait ||
+                           o.kind == schedule::op_kind::host_sync))
+        used.push_back(o.event);
+    std::sort(used.begin(), used.end());
+    used.erase(std::unique(used.begin(), used.end()), used.end());
+    events_ = schedule::event_table<event_t>(static_cast<std::size_t>(program_.num_events), program_.ops.size(), event_t{});
+    for (const int e : used) events_.set(static_cast<std::size_t>(e), make_event("cudaEventCreateWithFlags"));
     fork_ = make_event("cudaEventCreateWithFlags (graph fork)");
     joins_.assign(1, event_t{});
     for (std::size_t i = 1; i < streams_.size(); ++i) joins_.push_back(make_event("cudaEventCreateWithFlags (graph join)"));
@@ -689,7 +700,8 @@ class basic_executor {
   std::vector<std::pair<std::string, comm_t>> used_comms_{};
   std::vector<stream_t> streams_{};
   std::vector<stream_t> owned_streams_{};
-  std::vector<event_t> events_{};
+  /// The program's events by id (those its ops use; see create_streams_and_events).
+  schedule::event_table<event_t> events_{0, 0, event_t{}};
   std::vector<event_t> owned_events_{};
   event_t fork_{};
   std::vector<event_t> joins_{};
