@@ -282,3 +282,24 @@ TEST_CASE("reserve_large gives room for n elements and keeps what the vector hol
   sim::detail::reserve_large(v, 10);  // room already: nothing moves
   CHECK(v.data() == data);
 }
+
+TEST_CASE("huge_page_allocator: a large array sits on whole aligned huge pages and keeps its elements as it grows") {
+  using sim::detail::huge_page_bytes;
+  sim::detail::large_vector<std::uint64_t> v;
+  for (std::uint64_t i = 0; i < 40'000; ++i) v.push_back(i);  // through operator new, then mapped
+  CHECK(v.capacity() * sizeof(std::uint64_t) >= huge_page_bytes / 4);
+#if defined(__linux__)
+  CHECK(reinterpret_cast<std::uintptr_t>(v.data()) % huge_page_bytes == 0);
+#endif
+  bool kept = true;
+  for (std::uint64_t i = 0; i < v.size(); ++i) kept = kept && v[i] == i;
+  CHECK(kept);
+  v.assign(3'000'000, 7);  // 24 MB: a new, larger mapping, every page written
+  CHECK(v.back() == 7);
+  v = sim::detail::large_vector<std::uint64_t>(10, 1);  // small again: operator new
+  CHECK(v.size() == 10);
+  CHECK(sim::detail::huge_page_allocator<std::uint64_t>::mapped_bytes(1) == huge_page_bytes);
+  CHECK(sim::detail::huge_page_allocator<std::uint64_t>::mapped_bytes(huge_page_bytes / 8 + 1) == 2 * huge_page_bytes);
+  CHECK_THROWS_AS(static_cast<void>(sim::detail::huge_page_allocator<std::uint64_t>().allocate(std::size_t(-1) / 4)),
+                  std::bad_array_new_length);
+}

@@ -118,9 +118,9 @@ struct hardware_queue {
 /// One allocation each, not one per rank: large enough for huge pages (large_array.hpp), and a
 /// workspace keeps them whole.
 struct op_arrays {
-  std::vector<op_state> ops;
-  std::vector<std::uint32_t> succ;  ///< each op's successors (`rank_order::successors`), op after op
-  std::vector<std::uint32_t> queue_ops;  ///< each rank's hardware queues' ops (see rank_state)
+  large_vector<op_state> ops;
+  large_vector<std::uint32_t> succ;  ///< each op's successors (`rank_order::successors`), op after op
+  large_vector<std::uint32_t> queue_ops;  ///< each rank's hardware queues' ops (see rank_state)
   /// Per rank, its communication ops in issue order (what the rendezvous are matched from).
   std::vector<std::vector<std::uint32_t>> communication;
   void clear(std::size_t ranks) {
@@ -322,7 +322,7 @@ inline void build_rank(rank_state& rs, const schedule::program& p, std::size_t q
     throw std::length_error("simulate: the step has " + std::to_string(base + to.size()) +
                             " predecessor links; the event loop indexes them in 32 bits");
   if (base + to.size() > all.succ.capacity())
-    reserve_large(all.succ, std::max(base + to.size(), 2 * all.succ.capacity()));
+    all.succ.reserve(std::max(base + to.size(), 2 * all.succ.capacity()));
   all.succ.insert(all.succ.end(), to.begin(), to.end());
   for (std::size_t i = 0; i < n; ++i) {
     op_state& s = rs.ops[i];
@@ -399,9 +399,9 @@ class workspace_lease {
   /// The per-op arrays, empty, with room for `ops` ops.
   op_arrays& arrays(std::size_t ranks, std::size_t ops) {
     w_.arrays_.clear(ranks);
-    reserve_large(w_.arrays_.ops, ops);
-    reserve_large(w_.arrays_.queue_ops, ops);
-    reserve_large(w_.arrays_.succ, 2 * ops);  // most ops have one or two successors
+    w_.arrays_.ops.reserve(ops);
+    w_.arrays_.queue_ops.reserve(ops);
+    w_.arrays_.succ.reserve(2 * ops);  // most ops have one or two successors
     return w_.arrays_;
   }
   /// The event queue, empty, for `ids` timers.

@@ -26,7 +26,6 @@ class timer_queue {
     if (ids >= absent)
       throw std::length_error("simulate: " + std::to_string(ids) + " timers do not fit the event queue's 32-bit ids");
     heap_.clear();
-    reserve_large(pos_, ids);
     pos_.assign(ids, absent);
   }
 
@@ -129,8 +128,8 @@ class timer_queue {
     place(at, e);
   }
 
-  std::vector<entry> heap_;
-  std::vector<std::uint32_t> pos_;
+  large_vector<entry> heap_;
+  large_vector<std::uint32_t> pos_;
 };
 
 }  // namespace overlap::sim::detail
