@@ -348,12 +348,15 @@ class rank_order {
     std::vector<index> after, at_group_start;
     index group = std::numeric_limits<index>::max();  ///< the first member of the last op's group
     void take(index i, index group_first, bool grouped, std::vector<index>& preds) {
-      if (!grouped && after.size() == 1) {  // alone, after one op (most ops): in place
+      if (!grouped && after.size() == 1) [[likely]] {  // alone, after one op (most ops): in place
         preds.push_back(after[0]);
         after[0] = i;
         group = i;  // at_group_start is read only for a later member of a group that starts at `group`
         return;
       }
+      take_in_group(i, group_first, preds);
+    }
+    [[gnu::noinline]] void take_in_group(index i, index group_first, std::vector<index>& preds) {
       if (group_first != i && group == group_first) {  // a later member of the group it last took
         for (const index x : at_group_start) preds.push_back(x);
         after.push_back(i);
@@ -372,21 +375,21 @@ class rank_order {
   }
   /// Sorts the op's predecessors (preds_ from its offset on) and drops repeats.
   void close() {
-    const auto first = preds_.begin() + static_cast<std::ptrdiff_t>(offsets_.back());
-    const std::size_t count = static_cast<std::size_t>(preds_.end() - first);
-    if (count > 1) {
-      if (count <= 8) {  // the usual few: an insertion sort, not a call into std::sort
-        for (auto a = first + 1; a != preds_.end(); ++a)
-          for (auto b = a; b != first && *(b - 1) > *b; --b) std::swap(*(b - 1), *b);
-      } else {
-        std::sort(first, preds_.end());
-      }
-      preds_.erase(std::unique(first, preds_.end()), preds_.end());
-    }
-    if (preds_.size() >= std::numeric_limits<index>::max())
+    if (preds_.size() - offsets_.back() > 1) sort_last();
+    if (preds_.size() >= std::numeric_limits<index>::max()) [[unlikely]]
       throw std::length_error("rank_order: " + std::to_string(preds_.size()) +
                               " predecessor links on one rank; they are indexed in 32 bits");
     offsets_.push_back(static_cast<index>(preds_.size()));
+  }
+  [[gnu::noinline]] void sort_last() {
+    const auto first = preds_.begin() + static_cast<std::ptrdiff_t>(offsets_.back());
+    if (preds_.end() - first <= 8) {  // the usual few: an insertion sort, not a call into std::sort
+      for (auto a = first + 1; a != preds_.end(); ++a)
+        for (auto b = a; b != first && *(b - 1) > *b; --b) std::swap(*(b - 1), *b);
+    } else {
+      std::sort(first, preds_.end());
+    }
+    preds_.erase(std::unique(first, preds_.end()), preds_.end());
   }
 
   std::vector<index> first_, last_;
