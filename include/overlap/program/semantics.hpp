@@ -356,6 +356,7 @@ class rank_order {
       }
       take_in_group(i, group_first, preds);
     }
+    /// `take` for a grouped op, or after a group: out of line, so that the usual op's path is short.
     [[gnu::noinline]] void take_in_group(index i, index group_first, std::vector<index>& preds) {
       if (group_first != i && group == group_first) {  // a later member of the group it last took
         for (const index x : at_group_start) preds.push_back(x);
@@ -381,6 +382,7 @@ class rank_order {
                               " predecessor links on one rank; they are indexed in 32 bits");
     offsets_.push_back(static_cast<index>(preds_.size()));
   }
+  /// close()'s sort for an op with two predecessors or more (out of line, as take_in_group).
   [[gnu::noinline]] void sort_last() {
     const auto first = preds_.begin() + static_cast<std::ptrdiff_t>(offsets_.back());
     if (preds_.end() - first <= 8) {  // the usual few: an insertion sort, not a call into std::sort
