@@ -675,6 +675,40 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
     }
   };
 
+  // Compute op i of rank pi starts at `t` on all of the rank's free SMs (one at least).
+  const auto start_compute = [&](std::size_t pi, std::size_t i, double t) {
+    detail::rank_state& rs = ranks[pi];
+    detail::op_state& s = rs.ops[i];
+    const double duration =
+        checked(rs.free_sms == m.sms ? s.whole_us : cost.compute_us(programs[pi].ops[i], rs.free_sms), pi, i);
+    // Filled in place: a record built aside and copied in stalls on its partial stores.
+    detail::computing& c = rs.running.emplace_back();
+    c.op = i;
+    c.sms = rs.free_sms;
+    c.since = t;
+    c.duration = duration;
+    rs.free_sms = 0;
+    s.now = state::running;
+    s.start = t;
+    s.end = t + duration;
+    ends_at(pi, i);
+    sms_changed(rs);
+  };
+  // Hardware queue q of rank pi moves on to its next op, its head having started.
+  const auto next_head = [&](std::size_t pi, std::size_t q) {
+    detail::rank_state& rs = ranks[pi];
+    ++rs.queues[q].next;
+    // The op after the queue's new head is what this queue looks at after its next dispatch,
+    // maybe many other ranks' events from now: start fetching its state and what its cost reads
+    // when it does not start on the whole GPU (communication kernels hold SMs: TP overlap).
+    if (rs.queues[q].next + 1 < rs.queues[q].end) {
+      const std::size_t later = rs.queue_ops[rs.queues[q].next + 1];
+      __builtin_prefetch(&rs.ops[later]);
+      __builtin_prefetch(reinterpret_cast<const char*>(&rs.ops[later]) + sizeof(detail::op_state) - 1);
+      __builtin_prefetch(&programs[pi].ops[later]);
+      __builtin_prefetch(&programs[pi].ops[later].memory_bytes);
+    }
+  };
   const auto head_op = [&](const detail::rank_state& rs, std::size_t q) { return rs.queue_ops[rs.queues[q].next]; };
   const auto has_head = [&](const detail::rank_state& rs, std::size_t q) {
     return rs.queues[q].next < rs.queues[q].end && rs.ops[head_op(rs, q)].now != state::pending;
@@ -770,20 +804,7 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
               wait_for_sms();
               break;
             }
-            const double duration =
-                checked(rs.free_sms == m.sms ? s.whole_us : cost.compute_us(p.ops[i], rs.free_sms), pi, i);
-            // Filled in place: a record built aside and copied in stalls on its partial stores.
-            detail::computing& c = rs.running.emplace_back();
-            c.op = i;
-            c.sms = rs.free_sms;
-            c.since = t;
-            c.duration = duration;
-            rs.free_sms = 0;
-            s.now = state::running;
-            s.start = t;
-            s.end = t + duration;
-            ends_at(pi, i);
-            sms_changed(rs);
+            start_compute(pi, i, t);
           } else {
             // A communication kernel that finds the SMs taken gets them as the running
             // kernels' blocks retire: a GEMM's at the end of its current wave (its hardware
@@ -812,18 +833,8 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
             ++rs.comm_active;
             if (s.group >= 0) launch(static_cast<std::size_t>(s.group), t);
           }
-          ++rs.queues[q].next;
+          next_head(pi, q);
           progressed = true;
-          // The op after the queue's new head is what this queue looks at after its next dispatch,
-          // maybe many other ranks' events from now: start fetching its state and what its cost reads
-          // when it does not start on the whole GPU (communication kernels hold SMs: TP overlap).
-          if (rs.queues[q].next + 1 < rs.queues[q].end) {
-            const std::size_t later = rs.queue_ops[rs.queues[q].next + 1];
-            __builtin_prefetch(&rs.ops[later]);
-            __builtin_prefetch(reinterpret_cast<const char*>(&rs.ops[later]) + sizeof(detail::op_state) - 1);
-            __builtin_prefetch(&p.ops[later]);
-            __builtin_prefetch(&p.ops[later].memory_bytes);
-          }
         }
       }
     }
@@ -879,6 +890,40 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
     touch(pi);
     complete(pi, i, t);
   };
+  // A compute chain on rank pi running ahead: its one running op, a compute op, ends before
+  // anything else of the rank is due, and its one successor is a compute op at the head of its
+  // hardware queue, issued by then and waiting for it alone, with nothing else to issue, look at
+  // or give SMs to. Then the end and the successor's start are what complete() and a dispatch
+  // would do (the queue's next op, if issued, waits or is issued later), without the dispatch's
+  // pass over the queues: most of a data-parallel rank's compute. False, changing nothing, when
+  // anything else could happen.
+  const auto hand_over = [&](std::size_t pi) {
+    detail::rank_state& rs = ranks[pi];
+    if (rs.running.size() != 1 || rs.examining != 0 || !rs.sm_waiters.empty()) return false;
+    const std::size_t i = rs.running.front().op;
+    const detail::op_state& s = rs.ops[i];
+    const double t = s.end;
+    if (!(t < rs.wake_at) || s.succ_end - s.succ_begin != 1 || rs.free_sms + rs.running.front().sms < 1) return false;
+    const std::size_t j = arrays.succ[s.succ_begin];
+    const detail::op_state& next = rs.ops[j];
+    const std::size_t q = next.queue;
+    const detail::hardware_queue& hq = rs.queues[q];
+    if (next.kind != op_kind::compute || next.waiting != 1 || next.now != state::issued || next.start > t ||
+        hq.next >= hq.end || rs.queue_ops[hq.next] != j)
+      return false;
+    const detail::op_state* after = hq.next + 1 < hq.end ? &rs.ops[rs.queue_ops[hq.next + 1]] : nullptr;
+    if (after && after->now != state::pending && after->start <= t && after->waiting == 0) return false;
+    if (rs.next_issue < rs.ops.size() &&
+        (rs.ops[rs.next_issue].kind != op_kind::host_sync || rs.ops[rs.next_issue].waiting == 0))
+      return false;
+    complete(pi, i, t);  // examines q
+    rs.queues[q].examine = false;
+    --rs.examining;
+    start_compute(pi, j, t);
+    next_head(pi, q);
+    if (after && after->now != state::pending && after->start > t) wake_up(pi, after->start);
+    return true;
+  };
   // Rank pi was just dispatched and has no communication op launched: nothing another rank does
   // can change it until it launches one, so it runs on by itself, its ops' ends and wake-up kept
   // in its state instead of the timer queue, in the order the loop would run them: the events of
@@ -898,6 +943,7 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
     }
     double now = 0;
     for (;;) {
+      if (hand_over(pi)) continue;
       now = rs.wake_at;
       for (const detail::computing& c : rs.running) now = std::min(now, rs.ops[c.op].end);
       if (now == never) break;
