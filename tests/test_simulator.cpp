@@ -216,6 +216,44 @@ TEST_CASE("links: a rank that computes alone launches at its own time, in the ot
   CHECK(r.step_time_us == doctest::Approx(23.0));
 }
 
+TEST_CASE("a compute chain starts each op when the one before ends, its issue, or the SMs allow") {
+  // A rank with no communication runs ahead, and there a compute op hands over to the next one
+  // of its queue without a dispatch pass when nothing else can happen: each case here is one the
+  // hand-over must leave to the dispatch, or one it takes, with its times worked out by hand.
+  const auto run = [](double launch_us, int connections, std::vector<sc::op> ops, int stream_1_priority = 0) {
+    sim::machine m = toy();
+    m.launch_us = launch_us;
+    std::vector<sc::program> step;
+    for (int rank = 0; rank < 2; ++rank) {
+      step.push_back(two_rank_program(rank, 2, ops));
+      step.back().streams[1].priority = stream_1_priority;
+    }
+    return sim::simulate(step, sim::cost_model(m), {.cuda_device_max_connections = connections});
+  };
+  const auto short_gemm = [](int stream, int layer) { return gemm(stream, layer, 1e8); };  // 1 us
+  // Issue-bound: GEMMs of 1 us issued every 4 us each start at their issue.
+  const sim::result issued = run(4, 8, {short_gemm(0, 0), short_gemm(0, 1), short_gemm(0, 2)});
+  for (int op = 0; op < 3; ++op) CHECK(interval_of(issued, 0, op).start_us == doctest::Approx(4.0 * (op + 1)));
+  // GPU-bound: 10 us GEMMs issued every 0.5 us run back to back from the first issue.
+  const sim::result chained = run(0.5, 8, {gemm(0, 0), gemm(0, 1), gemm(0, 2)});
+  for (int op = 0; op < 3; ++op) CHECK(interval_of(chained, 1, op).start_us == doctest::Approx(0.5 + 10.0 * op));
+  // One hardware queue for two streams: stream 1's GEMM waits behind op 0 for SMs, and runs
+  // before op 2 of stream 0, which follows op 0 but is behind it in the queue.
+  const sim::result queued = run(0.5, 1, {gemm(0, 0), gemm(1, 1), gemm(0, 2)});
+  CHECK(interval_of(queued, 0, 1).start_us == doctest::Approx(10.5));
+  CHECK(interval_of(queued, 0, 2).start_us == doctest::Approx(20.5));
+  CHECK(queued.step_time_us == doctest::Approx(30.5));
+  // Two queues: stream 1's GEMM waits for SMs; when op 0 ends, the higher-priority stream 1 gets
+  // them first, and op 2 waits.
+  const sim::result prioritized = run(0.5, 8, {gemm(0, 0), gemm(1, 1), gemm(0, 2)}, -1);
+  CHECK(interval_of(prioritized, 0, 1).start_us == doctest::Approx(10.5));
+  CHECK(interval_of(prioritized, 0, 2).start_us == doctest::Approx(20.5));
+  // A record between two GEMMs: the second starts when the first ends.
+  const sim::result recorded =
+      run(0.5, 8, {gemm(0, 0), {.kind = sc::op_kind::record, .stream = 0, .event = 0}, gemm(0, 1)});
+  CHECK(interval_of(recorded, 0, 2).start_us == doctest::Approx(10.5));
+}
+
 TEST_CASE("a host sync on an event waits for that event only") {
   sim::machine m = toy();
   m.launch_us = 2;
