@@ -185,6 +185,15 @@ inline void merge(std::vector<std::pair<double, double>>& v) {
   v.resize(n);
 }
 
+/// Adds interval [s, e) to `v`, to be merged: into its last interval when it starts inside it or
+/// where it ends, as `merge` would join them (intervals that come in start order, as one stream's
+/// ops do, then stay few); empty ones are dropped, and any out of order left to `merge`.
+inline void add_interval(std::vector<std::pair<double, double>>& v, double s, double e) {
+  if (e <= s) return;
+  if (!v.empty() && v.back().first <= s && s <= v.back().second) v.back().second = std::max(v.back().second, e);
+  else v.emplace_back(s, e);
+}
+
 /// Length of `a` outside `b`, both merged (see `merge`).
 inline double uncovered(const std::vector<std::pair<double, double>>& a,
                         const std::vector<std::pair<double, double>>& b) {
@@ -1055,9 +1064,9 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
                                  g >= 0 ? transfers[static_cast<std::size_t>(g)].work : 0});
       }
       out.step_time_us = std::max(out.step_time_us, rs.ops[i].end);
-      if (kind == op_kind::compute) compute.emplace_back(rs.ops[i].start, rs.ops[i].end);
+      if (kind == op_kind::compute) detail::add_interval(compute, rs.ops[i].start, rs.ops[i].end);
       if (schedule::is_communication(kind))
-        comm[static_cast<std::size_t>(rs.ops[i].family)].emplace_back(rs.ops[i].start, rs.ops[i].end);
+        detail::add_interval(comm[static_cast<std::size_t>(rs.ops[i].family)], rs.ops[i].start, rs.ops[i].end);
     }
     detail::merge(compute);
     out.compute_us = std::max(out.compute_us, detail::length(compute));
