@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <cstdint>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -340,4 +341,26 @@ TEST_CASE("huge_page_allocator: a large array sits on whole aligned huge pages a
   CHECK(sim::detail::huge_page_allocator<std::uint64_t>::mapped_bytes(huge_page_bytes / 8 + 1) == 2 * huge_page_bytes);
   CHECK_THROWS_AS(static_cast<void>(sim::detail::huge_page_allocator<std::uint64_t>().allocate(std::size_t(-1) / 4)),
                   std::bad_array_new_length);
+}
+
+TEST_CASE("add_interval then merge gives what merge gives for all the intervals") {
+  // Random intervals on a small grid (so that they touch, nest and repeat), in start order with
+  // some out of order and some empty: the joined list must be the same, to the bit.
+  std::mt19937 random(7);
+  for (int round = 0; round < 2000; ++round) {
+    std::vector<std::pair<double, double>> all, added;
+    double at = 0;
+    const int count = static_cast<int>(random() % 12);
+    for (int k = 0; k < count; ++k) {
+      const bool out_of_order = random() % 5 == 0;
+      const double s = out_of_order ? static_cast<double>(random() % 20) * 0.5 : at + static_cast<double>(random() % 4) * 0.5;
+      const double e = s + static_cast<double>(random() % 4) * 0.5 - (random() % 7 == 0 ? 1.0 : 0.0);
+      if (!out_of_order) at = s;
+      all.emplace_back(s, e);
+      sim::detail::add_interval(added, s, e);
+    }
+    sim::detail::merge(all);
+    sim::detail::merge(added);
+    CHECK(added == all);
+  }
 }
