@@ -3,14 +3,14 @@
 /// Memory for the simulator's per-op arrays (a step of millions of ops needs tens of MiB of them).
 /// Memory fresh from the system costs more to touch than to simulate on: the kernel faults it in
 /// and zeroes it one 4 KiB page at a time. Measured on the 2-core CI VM (64 MiB touched once per
-/// page, best of 5): 0.61-0.70 ns per byte with 4 KiB pages on one day and ~1.1 ns on another
-/// (a fault costs the VM 2.5-4.6 us), 0.10 ns per byte where the kernel may back it with 2 MiB
-/// pages (madvise MADV_HUGEPAGE; transparent huge pages in their default `madvise` mode).
+/// page, best of 5, on two days): 0.61-0.70 ns per byte with 4 KiB pages (2.5-2.9 us a page),
+/// 0.10-0.13 ns per byte where the kernel may back it with 2 MiB pages (madvise MADV_HUGEPAGE;
+/// transparent huge pages in their default `madvise` mode).
 ///
 /// Two ways to get huge pages: the simulator's own arrays use `huge_page_allocator`, which maps
-/// an array of a quarter of a huge page or more on whole, aligned huge pages; a vector with the standard
-/// allocator (the result's intervals, which the caller owns) gets the hint from `reserve_large`
-/// for the whole huge pages inside it, which pays only from two huge pages on.
+/// an array of a quarter of a huge page or more on whole, aligned huge pages; a vector with the
+/// standard allocator (the result's intervals, which the caller owns) gets the hint from
+/// `reserve_large` for the whole huge pages inside it, which pays only from two huge pages on.
 
 #include <cstddef>
 #include <cstdint>
@@ -29,8 +29,9 @@ inline constexpr std::size_t huge_page_bytes = std::size_t{2} << 20;
 /// operator new gives; from there on (Linux) whole huge pages of its own, 2 MiB-aligned, which the
 /// kernel is asked to back with huge pages when they are first touched (a hint: where transparent
 /// huge pages are off, they fault in 4 KiB pages as before). A mapping is at most four times
-/// the array (zeroing a whole huge page costs less here than faulting a quarter of one in 4 KiB
-/// pages); its memory goes back to the system when the array is freed.
+/// the array: zeroing a whole huge page (~0.27 ms here) costs less than faulting a quarter of one
+/// in 4 KiB pages (128 faults, ~0.36 ms). Its memory goes back to the system when the array is
+/// freed.
 template <class T>
 struct huge_page_allocator {
   using value_type = T;
@@ -52,30 +53,32 @@ struct huge_page_allocator {
 
   T* allocate(std::size_t n) {
     if (n > std::size_t(-1) / 2 / sizeof(T)) throw std::bad_array_new_length();
-    if (!mapped(n)) return static_cast<T*>(::operator new(n * sizeof(T)));
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
-    // One huge page more than needed, then the unaligned head and the tail given back.
-    const std::size_t bytes = mapped_bytes(n);
-    void* raw = mmap(nullptr, bytes + huge_page_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (raw == MAP_FAILED) throw std::bad_alloc();
-    const auto at = reinterpret_cast<std::uintptr_t>(raw);
-    const std::uintptr_t aligned = (at + huge_page_bytes - 1) & ~(huge_page_bytes - 1);
-    if (aligned > at) munmap(raw, aligned - at);
-    if (const std::size_t tail = at + huge_page_bytes - aligned; tail > 0)
-      munmap(reinterpret_cast<void*>(aligned + bytes), tail);
-    // A failure (no THP in this kernel) leaves the mapping in 4 KiB pages.
-    static_cast<void>(madvise(reinterpret_cast<void*>(aligned), bytes, MADV_HUGEPAGE));
-    return reinterpret_cast<T*>(aligned);
+    if (mapped(n)) {
+      // One huge page more than needed, then the unaligned head and the tail given back.
+      const std::size_t bytes = mapped_bytes(n);
+      void* raw = mmap(nullptr, bytes + huge_page_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (raw == MAP_FAILED) throw std::bad_alloc();
+      const auto at = reinterpret_cast<std::uintptr_t>(raw);
+      const std::uintptr_t aligned = (at + huge_page_bytes - 1) & ~(huge_page_bytes - 1);
+      if (aligned > at) munmap(raw, aligned - at);
+      if (const std::size_t tail = at + huge_page_bytes - aligned; tail > 0)
+        munmap(reinterpret_cast<void*>(aligned + bytes), tail);
+      // A failure (no THP in this kernel) leaves the mapping in 4 KiB pages.
+      static_cast<void>(madvise(reinterpret_cast<void*>(aligned), bytes, MADV_HUGEPAGE));
+      return reinterpret_cast<T*>(aligned);
+    }
 #endif
+    return static_cast<T*>(::operator new(n * sizeof(T)));
   }
   void deallocate(T* p, std::size_t n) noexcept {
-    if (!mapped(n)) {
-      ::operator delete(p);
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    if (mapped(n)) {
+      munmap(p, mapped_bytes(n));
       return;
     }
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-    munmap(p, mapped_bytes(n));
 #endif
+    ::operator delete(p);
   }
   friend bool operator==(const huge_page_allocator&, const huge_page_allocator&) { return true; }
 };
