@@ -7,10 +7,10 @@
 // round): a single call of a small step takes a millisecond or less, which this VM's noise
 // swamps. The "best_" rates are the fastest round of each way: other tenants of a shared machine
 // only ever slow a run down, so the fastest is the code's own cost with the least of theirs in it
-// (the medians moved by up to 40 % between runs of one binary here, the best rates less). "first_ops_per_second" is the first round's fresh call alone: the code and data caches
-// cold, and memory the process never touched (on this VM the host backs such memory on first
-// touch, ~1.6 ns a byte against ~0.1 with huge pages the kernel already had: see
-// sim/large_array.hpp).
+// (the medians moved by up to 40 % between runs of one binary here, the best rates less).
+// "first_ops_per_second" is the first round's fresh call alone: the code and data caches cold,
+// and memory the process never touched (on this VM the host backs such memory on first touch,
+// ~1.6 ns a byte against ~0.1 with huge pages the kernel already had: see sim/large_array.hpp).
 //
 // With --scale, also steps at the scale people train at, generated and simulated once per class
 // of symmetric ranks (schedule/classes.hpp): a Llama-70B-like tp8 pp8 vpp2 dp16 (1,024 GPUs) and

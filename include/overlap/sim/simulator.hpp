@@ -330,8 +330,6 @@ inline void build_rank(rank_state& rs, const schedule::program& p, std::size_t q
   if (base + to.size() >= std::numeric_limits<std::uint32_t>::max())
     throw std::length_error("simulate: the step has " + std::to_string(base + to.size()) +
                             " predecessor links; the event loop indexes them in 32 bits");
-  if (base + to.size() > all.succ.capacity())
-    all.succ.reserve(std::max(base + to.size(), 2 * all.succ.capacity()));
   all.succ.insert(all.succ.end(), to.begin(), to.end());
   for (std::size_t i = 0; i < n; ++i) {
     op_state& s = rs.ops[i];
