@@ -140,3 +140,31 @@ TEST_CASE("the flex dispatcher has no host wait for token counts") {
   REQUIRE_FALSE(r.deadlock);
   for (const sc::op& o : step.front().ops) CHECK(o.key.type != sc::op_type::moe_token_count_sync);
 }
+
+TEST_CASE("routed experts and core attention carry their problem shapes, which their flops follow") {
+  // ep8 of 64 experts: 8 local experts; each rank's 4,096 tokens x top-8 rows spread evenly over
+  // them, 4,096 rows each. Attention: 32 heads of 128 over the 4,096-token sequence.
+  const sc::workload w = moe_workload();
+  const auto step = sc::compose_step(moe_options::settings, moe_options::resolved, w);
+  int experts = 0, attention = 0;
+  for (const sc::op& o : step.front().ops) {
+    if (o.kind != sc::op_kind::compute) continue;
+    const double g = static_cast<double>(o.gemm.groups), m = static_cast<double>(o.gemm.m),
+                 n = static_cast<double>(o.gemm.n), k = static_cast<double>(o.gemm.k);
+    CAPTURE(sc::display_name(o));
+    if (o.key.type == sc::op_type::experts_fprop || o.key.type == sc::op_type::experts_dgrad ||
+        o.key.type == sc::op_type::experts_wgrad) {
+      ++experts;
+      CHECK(o.gemm == sc::gemm_shape{4096, 768, 4096, 8});
+      CHECK(o.flops == doctest::Approx(2 * g * m * (2 * n * k + n * k)));  // fc1 (k -> 2n) and fc2 (n -> k)
+    }
+    if (o.key.type == sc::op_type::attn_core_fprop || o.key.type == sc::op_type::attn_core_bprop) {
+      ++attention;
+      CHECK(o.gemm == sc::gemm_shape{4096, 4096, 128, 32});
+      const double forward = 2 * m * n * k * g;  // causal: half of Q K^T and of P V
+      CHECK(o.flops == doctest::Approx(o.key.type == sc::op_type::attn_core_bprop ? 2.5 * forward : forward));
+    }
+  }
+  CHECK(experts == 3 * 4 * 4);
+  CHECK(attention == 2 * 4 * 4);
+}

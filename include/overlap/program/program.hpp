@@ -58,9 +58,17 @@ struct buffer {
   friend constexpr bool operator==(const buffer&, const buffer&) = default;
 };
 
-/// A GEMM's problem size on this rank: an m x k matrix times a k x n one.
+/// A compute op's matrix problem on this rank: `groups` products of an m x k matrix and a k x n
+/// one. What they are follows the op's type, so that a cost model can look the kernel up:
+/// - a GEMM (a TP slot, the router, the LM head): one product, groups 1;
+/// - routed experts (`experts_fprop`, `experts_dgrad`, `experts_wgrad`): a gated MLP per local
+///   expert, groups = local experts, m = tokens per expert, n = the expert's FFN size, k = the
+///   hidden size (fc1 is k -> 2n, fc2 n -> k; their backward the same products transposed);
+/// - core attention (`attn_core_fprop`, `attn_core_bprop`): groups = micro-batch size x heads
+///   on this rank, m = n = the sequence, k = the head size (the scores Q K^T, causal).
 struct gemm_shape {
   std::int64_t m = 0, n = 0, k = 0;
+  std::int64_t groups = 1;
   friend constexpr bool operator==(const gemm_shape&, const gemm_shape&) = default;
 };
 
@@ -76,7 +84,7 @@ struct op {
   std::int64_t bytes = 0;  ///< collective: the full tensor (all_gather output, reduce_scatter
                            ///< input, all_reduce buffer, all_to_all send volume); p2p: message
   double flops = 0;        ///< compute: floating-point operations
-  gemm_shape gemm{};       ///< compute: the GEMM's size (m == 0: not a GEMM, or not modelled as one)
+  gemm_shape gemm{};       ///< compute: its matrix problem (m == 0: none, or not modelled as one)
   std::int64_t memory_bytes = 0;  ///< compute: bytes moved to and from device memory (a GEMM: by
                                   ///< the memory-bound kernels of its module, around the GEMM)
   int event = -1;  ///< record/wait; host_sync: the event it waits for (-1: every stream)

@@ -57,6 +57,11 @@ class moe_builder {
     norm_bytes_ = tokens_per_rank_ * hidden_ * element_bytes;
     routed_bytes_ = w.tokens() / tp * w.moe_router_topk * w.hidden_size * element_bytes;
     experts_flops_ = 2 * tokens_ * w.moe_router_topk * static_cast<double>(w.expert_parameters(w.moe_ffn_hidden_size));
+    // Evenly routed: the rank's tokens x top-k rows spread over its local experts.
+    const std::int64_t local_experts = shape.experts / ep_;
+    if (local_experts > 0)
+      experts_shape_ = {tokens_per_rank_ * w.moe_router_topk / local_experts, w.moe_ffn_hidden_size, hidden_,
+                        local_experts};
     shared_flops_ = 2 * tokens_ * static_cast<double>(w.expert_parameters(shape.shared_ffn));
     router_flops_ = 2 * tokens_ * static_cast<double>(w.router_parameters(shape.experts));
   }
@@ -132,6 +137,10 @@ class moe_builder {
                std::int64_t memory = 0) {
     e_.compute(compute_, key(type, at), flops, std::move(reads), std::move(writes), memory);
   }
+  /// The routed experts' forward, input gradient or weight gradient: one grouped problem each.
+  void experts(op_type type, location at, std::vector<int> reads, std::vector<int> writes) {
+    e_.compute(compute_, key(type, at), experts_flops_, std::move(reads), std::move(writes), 0, experts_shape_);
+  }
 
   /// A phase of one micro-batch's chain: it waits for the chain's previous phase (on the other
   /// stream) and becomes the chain's last record. With one rank there is nothing to send.
@@ -168,7 +177,7 @@ class moe_builder {
             {tokens(op_type::permute_fprop, at)}, permute_bytes());
   }
   void experts_forward(location at) {
-    compute(op_type::experts_fprop, at, experts_flops_, {dispatched(at), params(op_type::experts_fprop, at)},
+    experts(op_type::experts_fprop, at, {dispatched(at), params(op_type::experts_fprop, at)},
             {tokens(op_type::experts_fprop, at)});
     if (shape_.shared_ffn > 0)
       compute(op_type::shared_experts_fprop, at, shared_flops_, {tp_attention_out_, params(op_type::shared_experts_fprop, at)},
@@ -198,13 +207,12 @@ class moe_builder {
       recompute_ = false;
     }
     const int grad = combined_grad(at);
-    compute(op_type::experts_dgrad, at, experts_flops_, {grad, params(op_type::experts_dgrad, at), dispatched(at)},
+    experts(op_type::experts_dgrad, at, {grad, params(op_type::experts_dgrad, at), dispatched(at)},
             {tokens(op_type::experts_dgrad, at)});
     if (with_wgrad) experts_wgrad(at);
   }
   void experts_wgrad(location at) {
-    compute(op_type::experts_wgrad, at, experts_flops_,
-            {combined_grad(at), dispatched(at), grads(op_type::experts_wgrad, at)},
+    experts(op_type::experts_wgrad, at, {combined_grad(at), dispatched(at), grads(op_type::experts_wgrad, at)},
             {grads(op_type::experts_wgrad, at)});
   }
   void backward_exit(tp_builder& tp, location at) {
@@ -221,6 +229,7 @@ class moe_builder {
   moe_shape shape_;
   int ep_, compute_, ep_stream_, comm_;
   double tokens_ = 0, experts_flops_ = 0, shared_flops_ = 0, router_flops_ = 0;
+  gemm_shape experts_shape_{};  ///< the routed experts' grouped problem (program.hpp)
   std::int64_t tokens_per_rank_ = 0, hidden_ = 0;
   std::int64_t routed_bytes_ = 0;
   std::int64_t norm_bytes_ = 0;  ///< one tensor of the local tokens

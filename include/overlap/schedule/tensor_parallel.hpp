@@ -58,7 +58,7 @@ class tp_builder {
     const location at{.layer = l, .micro_batch = mb};
     const int qkv = all_gather_gemm(op_type::qkv_fprop, slots_.qkv_fprop, at, in, gemm(w_.qkv_parameters()));
     const int core = ws(op_type::attn_core_fprop, at);
-    compute(op_type::attn_core_fprop, at, w_.attention_core_flops() / tp_, {qkv}, {core});
+    attention_core(op_type::attn_core_fprop, at, {qkv}, {core});
     return gemm_reduce_scatter(op_type::proj_fprop, slots_.proj_fprop, at, core, gemm(w_.proj_parameters()));
   }
   /// The dense MLP forward of layer `l`: fc1 from `in`, fc2 into `out`.
@@ -88,17 +88,14 @@ class tp_builder {
     const location at{.layer = l, .micro_batch = mb};
     recompute_ = true;
     if (selective_.core_attention)
-      compute(op_type::attn_core_fprop, at, w_.attention_core_flops() / tp_, {ws(op_type::qkv_fprop, at)},
-              {ws(op_type::attn_core_fprop, at)});
+      attention_core(op_type::attn_core_fprop, at, {ws(op_type::qkv_fprop, at)}, {ws(op_type::attn_core_fprop, at)});
     recompute_ = false;
     const double proj = gemm(w_.proj_parameters());
     const int gathered = gathered_input(op_type::proj_dgrad, at, grad);
     const int proj_dgrad = all_gather_gemm(op_type::proj_dgrad, slots_.proj_dgrad, at, grad, proj, gathered);
     weight_gradient(op_type::proj_wgrad, at, {gathered, ws(op_type::attn_core_fprop, at)}, -1, defer_wgrad);
     const int core = ws(op_type::attn_core_bprop, at);
-    // FlashAttention's convention: the backward is 2.5 forwards (five matmuls to two, QK^T again).
-    compute(op_type::attn_core_bprop, at, 2.5 * w_.attention_core_flops() / tp_,
-            {proj_dgrad, ws(op_type::qkv_fprop, at)}, {core});
+    attention_core(op_type::attn_core_bprop, at, {proj_dgrad, ws(op_type::qkv_fprop, at)}, {core});
     column_backward(op_type::qkv_wgrad, op_type::qkv_dgrad, slots_.qkv_wgrad, slots_.qkv_dgrad, at, core,
                     saved, gemm(w_.qkv_parameters()), defer_wgrad, out);
   }
@@ -129,8 +126,14 @@ class tp_builder {
   op_key key(op_type type, location at, op_type slot = op_type::none) const {
     return {.type = type, .slot = slot, .at = at, .recompute = recompute_};
   }
-  void compute(op_type type, location at, double flops, std::vector<int> reads, std::vector<int> writes) {
-    e_.compute(compute_, key(type, at), flops, std::move(reads), std::move(writes));
+  /// Core attention on this rank's heads over the whole sequence (causal). FlashAttention's
+  /// convention: the backward is 2.5 forwards (five matmuls to two, QK^T again).
+  void attention_core(op_type type, location at, std::vector<int> reads, std::vector<int> writes) {
+    const double forward = w_.attention_core_flops() / tp_;
+    const gemm_shape shape{w_.seq_length, w_.seq_length, w_.head_size(),
+                           std::int64_t{w_.micro_batch_size} * w_.num_attention_heads / tp_};
+    e_.compute(compute_, key(type, at), type == op_type::attn_core_bprop ? 2.5 * forward : forward, std::move(reads),
+               std::move(writes), 0, shape);
   }
   /// The GEMM `type` on this rank over the whole micro-batch: forward m x k (tokens x input
   /// features) times k x n; its dgrad multiplies by the transposed weight, its wgrad the

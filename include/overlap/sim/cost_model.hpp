@@ -1,21 +1,29 @@
 #pragma once
 /// @file
-/// How long an op takes. The analytic default derives a GEMM's time from its tiles and waves on
-/// the SMs it gets (at the machine's achieved GEMM efficiency and sustained clock) plus its module's memory-bound
-/// kernels (norm, activation) at HBM bandwidth, routed experts' grouped GEMMs and core attention
-/// from their flops at their kernels' achieved efficiency, other compute from flops or bytes (whichever bounds it), and
-/// communication from ring / all-to-all / p2p formulas over the links its members actually use.
-/// A user replaces it (for example with measured per-op times) by deriving from `cost_model`.
+/// How long an op takes. With a machine profile (`machine::profile`: measured kernel times, see
+/// `profile_model.hpp`) compute comes from it: dense GEMMs from its GEMM table, routed experts'
+/// grouped GEMMs from that table, the memory rate and its measured grouped GEMMs, core attention
+/// from its attention table, each on the whole GPU; on fewer SMs (communication kernels hold the
+/// rest) a time stretches as the analytic model's does. Without a profile, the analytic model: a
+/// GEMM's time from its tiles and waves on the SMs it gets (at the machine's achieved GEMM
+/// efficiency and sustained clock), grouped GEMMs and core attention from their flops at their
+/// kernels' achieved efficiency, other compute from flops or bytes (whichever bounds it). Either
+/// way the memory-bound kernels of a GEMM's module (norm, activation) run at the memory rate
+/// beside it, and communication comes from ring / all-to-all / p2p formulas over the links its
+/// members actually use. A user replaces it (for example with measured per-op times) by deriving
+/// from `cost_model`.
 
 #include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <typeinfo>
 #include <utility>
 
 #include <overlap/program/program.hpp>
 #include <overlap/sim/machine.hpp>
+#include <overlap/sim/profile_model.hpp>
 
 namespace overlap::sim {
 
@@ -29,22 +37,27 @@ struct placement {
 
 class cost_model {
  public:
+  /// Throws std::invalid_argument when the machine's profile has problems (`profile.hpp`).
   explicit cost_model(sim::machine m)
       : machine_(std::move(m)),
         sustained_peak_(machine_.peak_flops_per_us * machine_.clock_ratio()),
         tile_k_us_(2.0 * machine_.gemm_tile_m * machine_.gemm_tile_n /
                    (tensor_flops_per_us(machine_.gemm_efficiency) / machine_.sms)),
-        memory_rate_(machine_.memory_bytes_per_us * machine_.memory_efficiency) {}
+        memory_rate_(machine_.memory_bytes_per_us * machine_.memory_efficiency) {
+    if (machine_.profile)
+      profiled_.emplace(machine_.profile, memory_rate_, machine_.sustained_load, machine_.attention_backend);
+  }
   virtual ~cost_model() = default;
 
   const sim::machine& machine() const { return machine_; }
 
-  /// How a GEMM runs on `sms` SMs (`waves` 0: not in waves): each SM computes one output tile
-  /// per wave, the last wave maybe partly idle. When the tiles alone leave SMs idle and k is long
-  /// (a small m x n: the chunks of TP's ring exchange), the kernel splits k into `split` slices,
-  /// one SM each, and reduces their fp32 partial tiles through memory (cuBLAS's split-K,
-  /// cublasLt's CUBLASLT_ALGO_CONFIG_SPLITK_NUM; CUTLASS's split-K and stream-K): the split that
-  /// takes least time, written and read back at the memory-bound kernels' bandwidth.
+  /// How a dense GEMM (`dense_gemm`) runs on `sms` SMs (`waves` 0: not in waves, or not a dense
+  /// GEMM): each SM computes one output tile per wave, the last wave maybe partly idle. When the
+  /// tiles alone leave SMs idle and k is long (a small m x n: the chunks of TP's ring exchange),
+  /// the kernel splits k into `split` slices, one SM each, and reduces their fp32 partial tiles
+  /// through memory (cuBLAS's split-K, cublasLt's CUBLASLT_ALGO_CONFIG_SPLITK_NUM; CUTLASS's
+  /// split-K and stream-K): the split that takes least time, written and read back at the
+  /// memory-bound kernels' bandwidth.
   struct gemm_waves {
     std::int64_t waves = 0;
     std::int64_t split = 1;
@@ -53,7 +66,7 @@ class cost_model {
   };
   gemm_waves waves_of(const schedule::op& o, int sms) const {
     const sim::machine& m = machine_;
-    if (o.gemm.m <= 0 || o.gemm.n <= 0 || o.gemm.k <= 0 || m.gemm_tile_m <= 0 || m.gemm_tile_n <= 0) return {};
+    if (!dense_gemm(o) || m.gemm_tile_m <= 0 || m.gemm_tile_n <= 0) return {};
     sms = std::max(1, sms);
     const std::int64_t tiles = ceil_div(o.gemm.m, m.gemm_tile_m) * ceil_div(o.gemm.n, m.gemm_tile_n);
     const double per_k = tile_k_us_;
@@ -90,33 +103,26 @@ class cost_model {
   /// are alike) may ask once per inputs, where `analytic_compute` says so.
   struct compute_inputs {
     schedule::op_type type = schedule::op_type::none;
-    std::int64_t m = 0, n = 0, k = 0, memory_bytes = 0;
+    std::int64_t m = 0, n = 0, k = 0, groups = 1, memory_bytes = 0;
     std::uint64_t flops = 0;  ///< its bits: equal inputs give bit-equal times
     friend constexpr bool operator==(const compute_inputs&, const compute_inputs&) = default;
   };
   static compute_inputs compute_inputs_of(const schedule::op& o) {
-    return {o.key.type, o.gemm.m, o.gemm.n, o.gemm.k, o.memory_bytes, std::bit_cast<std::uint64_t>(o.flops)};
+    return {o.key.type, o.gemm.m, o.gemm.n, o.gemm.k, o.gemm.groups, o.memory_bytes,
+            std::bit_cast<std::uint64_t>(o.flops)};
   }
   /// Whether `compute_us` is this class's own, which reads `compute_inputs` alone (a derived
   /// model may read anything of an op: its key, for measured times).
   bool analytic_compute() const { return typeid(*this) == typeid(cost_model); }
 
-  /// A compute op running on `sms` of the GPU's SMs.
+  /// A compute op running on `sms` of the GPU's SMs: with a profile, its measured time on the
+  /// whole GPU, stretched on fewer SMs as the analytic time stretches.
   virtual double compute_us(const schedule::op& o, int sms) const {
-    const sim::machine& m = machine_;
-    const double memory = static_cast<double>(o.memory_bytes) / memory_rate_;
-    // A GEMM in waves; the memory-bound kernels of its module (its norm, its activation) run
-    // before or after it.
-    if (const gemm_waves g = waves_of(o, sms); g.waves > 0)
-      return static_cast<double>(g.waves) * g.wave_us + g.reduce_us + memory;
-    double efficiency = m.gemm_efficiency;
-    if (o.key.type == schedule::op_type::experts_fprop || o.key.type == schedule::op_type::experts_dgrad ||
-        o.key.type == schedule::op_type::experts_wgrad)
-      efficiency = m.grouped_gemm_efficiency;
-    if (o.key.type == schedule::op_type::attn_core_fprop) efficiency = m.attention_forward_efficiency;
-    if (o.key.type == schedule::op_type::attn_core_bprop) efficiency = m.attention_backward_efficiency;
-    const double share = static_cast<double>(sms) / m.sms;
-    return std::max(o.flops / (tensor_flops_per_us(efficiency) * share), memory);
+    if (!profiled_) return analytic_us(o, sms);
+    const double whole = profiled_us(o);
+    if (sms >= machine_.sms) return whole;
+    const double analytic_whole = analytic_us(o, machine_.sms);
+    return analytic_whole > 0 ? whole * (analytic_us(o, sms) / analytic_whole) : whole;
   }
 
   /// What the whole GPU computes per microsecond at `efficiency` of its tensor peak, at the
@@ -126,8 +132,33 @@ class cost_model {
   }
 
   /// One wave of a GEMM's tiles (0: the op does not run in waves): how long its blocks hold the
-  /// SMs before another kernel can get them.
-  virtual double wave_us(const schedule::op& o, int sms) const { return waves_of(o, sms).wave_us; }
+  /// SMs before another kernel can get them. With a profile, the analytic wave scaled as the
+  /// profiled time is to the analytic one.
+  virtual double wave_us(const schedule::op& o, int sms) const {
+    const gemm_waves g = waves_of(o, sms);
+    if (!profiled_ || g.waves == 0) return g.wave_us;
+    const double analytic = analytic_us(o, sms);
+    return analytic > 0 ? g.wave_us * compute_us(o, sms) / analytic : g.wave_us;
+  }
+
+  /// The profile's model, where the machine has a profile.
+  const profile_model* profiled() const { return profiled_ ? &*profiled_ : nullptr; }
+
+  static bool routed_experts(schedule::op_type t) {
+    return t == schedule::op_type::experts_fprop || t == schedule::op_type::experts_dgrad ||
+           t == schedule::op_type::experts_wgrad;
+  }
+  static bool core_attention(schedule::op_type t) {
+    return t == schedule::op_type::attn_core_fprop || t == schedule::op_type::attn_core_bprop;
+  }
+  /// Whether the op's matrix problem is there (every size > 0, at least one group).
+  static bool has_problem(const schedule::op& o) {
+    return o.gemm.m > 0 && o.gemm.n > 0 && o.gemm.k > 0 && o.gemm.groups > 0;
+  }
+  /// Whether the op is one dense GEMM: a problem of one group, not routed experts or attention.
+  static bool dense_gemm(const schedule::op& o) {
+    return has_problem(o) && o.gemm.groups == 1 && !routed_experts(o.key.type) && !core_attention(o.key.type);
+  }
 
   /// A collective or p2p op after every member of its rendezvous has launched it.
   virtual double comm_us(const schedule::op& o, const placement& where) const {
@@ -176,11 +207,61 @@ class cost_model {
  private:
   static std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
+  /// The analytic time on `sms` SMs (no profile).
+  double analytic_us(const schedule::op& o, int sms) const {
+    const double memory = static_cast<double>(o.memory_bytes) / memory_rate_;
+    // A GEMM in waves; the memory-bound kernels of its module (its norm, its activation) run
+    // before or after it.
+    if (const gemm_waves g = waves_of(o, sms); g.waves > 0)
+      return static_cast<double>(g.waves) * g.wave_us + g.reduce_us + memory;
+    return std::max(analytic_flops_us(o, sms), memory);
+  }
+  /// An op's flops on `sms` SMs at its kernel's achieved efficiency.
+  double analytic_flops_us(const schedule::op& o, int sms) const {
+    const sim::machine& m = machine_;
+    double efficiency = m.gemm_efficiency;
+    if (routed_experts(o.key.type)) efficiency = m.grouped_gemm_efficiency;
+    if (o.key.type == schedule::op_type::attn_core_fprop) efficiency = m.attention_forward_efficiency;
+    if (o.key.type == schedule::op_type::attn_core_bprop) efficiency = m.attention_backward_efficiency;
+    const double share = static_cast<double>(sms) / m.sms;
+    return o.flops / (tensor_flops_per_us(efficiency) * share);
+  }
+
+  /// The profiled time on the whole GPU. Routed experts are a gated MLP per local expert: fc1
+  /// (k -> 2n) and fc2 (n -> k) as grouped GEMMs, forward; transposed for the input gradient;
+  /// for the weight gradient the products over the tokens. An op whose kernel the profile has no
+  /// table for (attention of another backend) keeps its analytic time. Below the profile's floor
+  /// a kernel's GPU time is the analytic one (profile_model.hpp says why).
+  double profiled_us(const schedule::op& o) const {
+    const profile_model& p = *profiled_;
+    const double memory = static_cast<double>(o.memory_bytes) / memory_rate_;
+    if (!has_problem(o)) return o.flops > 0 ? std::max(p.flops_us(o.flops), memory) : memory;
+    const auto g = static_cast<double>(o.gemm.groups), m = static_cast<double>(o.gemm.m),
+               n = static_cast<double>(o.gemm.n), k = static_cast<double>(o.gemm.k);
+    if (core_attention(o.key.type)) {
+      if (!p.has_attention()) return analytic_us(o, machine_.sms);
+      return p.attention_us(m, g, k, o.key.type == schedule::op_type::attn_core_bprop,
+                            analytic_flops_us(o, machine_.sms)) +
+             memory;
+    }
+    if (routed_experts(o.key.type)) {
+      switch (o.key.type) {
+        case schedule::op_type::experts_fprop: return p.grouped_us(g, m, 2 * n, k, m) + p.grouped_us(g, m, k, n, m) + memory;
+        case schedule::op_type::experts_dgrad: return p.grouped_us(g, m, n, k, m) + p.grouped_us(g, m, k, 2 * n, m) + memory;
+        default: return p.grouped_us(g, 2 * n, k, m, m) + p.grouped_us(g, k, n, m, m) + memory;
+      }
+    }
+    if (g > 1) return p.grouped_us(g, m, n, k, m) + memory;
+    const gemm_waves w = waves_of(o, machine_.sms);
+    return p.gemm_us(m, n, k, static_cast<double>(w.waves) * w.wave_us + w.reduce_us) + memory;
+  }
+
   sim::machine machine_;
   double sustained_peak_;  ///< the tensor peak at the sustained clock
   // Asked for every GEMM, the same every time: worked out once.
   double tile_k_us_;    ///< one output tile's time per unit of k on one SM, at the GEMM efficiency
   double memory_rate_;  ///< the memory-bound kernels' bytes per microsecond
+  std::optional<profile_model> profiled_;
 };
 
 }  // namespace overlap::sim

@@ -1,9 +1,16 @@
 #pragma once
 /// @file
 /// A model of the machine a step runs on, and presets for H100 and H200 nodes. Every constant of
-/// the presets says where it was measured or published, or that no public figure exists.
+/// the presets says where it was measured or published, or that no public figure exists. A
+/// machine with a profile (`profile.hpp`: measured kernel times) takes its compute from it; the
+/// H100 and H200 presets use the H200 profile built in (`profiles/h200.hpp`).
 
+#include <memory>
 #include <string>
+#include <utility>
+
+#include <overlap/sim/profile.hpp>
+#include <overlap/sim/profiles/h200.hpp>
 
 namespace overlap::sim {
 
@@ -44,10 +51,34 @@ struct machine {
   /// links keep their own clocks. 0 in either: the benchmarks' clock throughout.
   double benchmark_clock_mhz = 0;
   double sustained_clock_mhz = 0;
+  /// Measured kernel times; the cost model reads compute from them, and the efficiencies, tiles
+  /// and clocks above only to stretch a time on fewer SMs (none: the analytic model throughout).
+  std::shared_ptr<const sim::profile> profile{};
+  /// Which attention table of the profile core attention reads: Transformer Engine's fused
+  /// attention on Hopper is cuDNN's ("flash": FlashAttention 2, as PyTorch's SDPA runs it).
+  std::string attention_backend = "cudnn";
+  /// A training step: the GPU stays at its power limit for seconds, so compute runs at the
+  /// sustained clock (the profile: at most its sustained rate). False: short bursts, as kernel
+  /// benchmarks (and the profile's tables) were run.
+  bool sustained_load = true;
   double clock_ratio() const {
-    return benchmark_clock_mhz > 0 && sustained_clock_mhz > 0 ? sustained_clock_mhz / benchmark_clock_mhz : 1;
+    return sustained_load && benchmark_clock_mhz > 0 && sustained_clock_mhz > 0
+               ? sustained_clock_mhz / benchmark_clock_mhz
+               : 1;
   }
 };
+
+/// `m` computing as profile `p` measured (its SMs, memory rate and, where measured, launch cost).
+inline machine with_profile(machine m, std::shared_ptr<const sim::profile> p) {
+  if (p) {
+    m.sms = p->sms;
+    m.memory_bytes_per_us = p->memory_bytes_per_us;
+    m.memory_efficiency = 1;
+    if (p->launch_us > 0) m.launch_us = p->launch_us;
+  }
+  m.profile = std::move(p);
+  return m;
+}
 
 /// An 8-GPU H100 SXM node. Sources (figures collected in `shared/reference/hardware.md`):
 /// - 132 SMs, 989.4 TFLOP/s dense bf16, 3.35 TB/s HBM3: NVIDIA H100 datasheet.
@@ -104,6 +135,12 @@ struct machine {
 ///   issue #120; locking it at 1575 did not help), and to 1.3 GHz in an FP8 GEMM stress test (PR
 ///   #44). 1575 for bf16 training. (The dense bf16 peak of 989.4 TFLOP/s is 132 SMs x 4,096
 ///   flops per clock at 1830 MHz: MFU below still divides by it.)
+///
+/// Compute comes from the H200 profile (`h200_profile()`): the H100 SXM is the same GH100 die with
+/// the same 132 SMs, clocks and 700 W limit, and differs in its memory (HBM3, 3.35 TB/s against
+/// HBM3e, 4.8), which memory-bound kernels and grouped GEMMs read from the figure above. The
+/// efficiencies, tiles and clocks below stretch a time on fewer SMs, and are the whole model of a
+/// machine built from this preset without the profile.
 inline machine h100_node() {
   return machine{.name = "h100",
                  .sms = 132,
@@ -129,16 +166,16 @@ inline machine h100_node() {
                  .p2p_bytes_per_us = 180e3,
                  .copy_engine_bytes_per_us = 374e3,
                  .benchmark_clock_mhz = 1980,
-                 .sustained_clock_mhz = 1575};
+                 .sustained_clock_mhz = 1575,
+                 .profile = h200_profile()};
 }
 
-/// An 8-GPU H200 node: the H100's compute and links with 4.8 TB/s HBM3e (NVIDIA H200 product page);
-/// the achieved fractions and clocks are the H100's (the same 700 W SXM board; no public H200
-/// measurement was found).
+/// An 8-GPU H200 node: the H100's links and host; compute and memory as measured on an H200
+/// (`h200_profile()`: its GEMM, grouped-GEMM and attention tables, its sustained rate at the power
+/// limit, and its device copy at 4.27 TB/s of the 4.8 TB/s HBM3e of NVIDIA's product page).
 inline machine h200_node() {
-  machine m = h100_node();
+  machine m = with_profile(h100_node(), h200_profile());
   m.name = "h200";
-  m.memory_bytes_per_us = 4.8e6;
   return m;
 }
 
