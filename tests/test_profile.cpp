@@ -4,6 +4,7 @@
 // JSON reader's errors.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <fstream>
@@ -13,9 +14,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include <overlap/overlap.hpp>
+#include <overlap/schedule/step.hpp>
 #include <overlap/sim/cost_model.hpp>
 #include <overlap/sim/machine.hpp>
 #include <overlap/sim/profile_json.hpp>
+#include <overlap/sim/simulator.hpp>
 
 namespace sc = overlap::schedule;
 namespace sim = overlap::sim;
@@ -331,4 +335,52 @@ TEST_CASE("a profile's problems are named by their JSON paths, all at once") {
   bad.profile = broken;
   CHECK_THROWS_WITH_AS(sim::cost_model{bad}, doctest::Contains("gemm.us: 349 times for a grid of 350 points"),
                        std::invalid_argument);
+}
+
+TEST_CASE("a profile file made by hand plans a step: its SMs, launch cost and GEMM times reach the simulator") {
+  const std::string path = std::string(OVERLAP_SOURCE_DIR) + "/tests/profiles/hand_made.json";
+  const auto p = std::make_shared<const sim::profile>(sim::read_profile(path));
+  const sim::machine m = sim::with_profile(sim::h100_node(), p);
+  CHECK(m.sms == 100);
+  CHECK(m.launch_us == 5);
+  CHECK(m.memory_bytes_per_us * m.memory_efficiency == 2e6);
+  // Its GEMMs take 10 us + flops at 200 TFLOP/s on a 2 x 2 x 2 grid of 1024 and 4096. By hand, a
+  // 2048^3 GEMM between them: the best rate is 4096^3's (697.2 us), the floor 1024^3's 20.7 us
+  // (the one GEMM whose flops at that rate take less than the shortest time); the base at 2048^3
+  // is its flops at the best rate, and the quotient the mean, in log space, of the eight
+  // corners' time over base.
+  const double best = 2.0 * 4096 * 4096 * 4096 / 697.2;
+  const auto base = [&](double mm, double n, double k) { return std::max(20.7, 2 * mm * n * k / best); };
+  double log_ratio = 0;
+  for (const double a : {1024.0, 4096.0})
+    for (const double b : {1024.0, 4096.0})
+      for (const double c : {1024.0, 4096.0}) {
+        const double us = std::round((10 + 2 * a * b * c / 2e8) * 10) / 10;  // the file's, to 0.1 us
+        log_ratio += std::log(us / base(a, b, c)) / 8;
+      }
+  const double want = base(2048, 2048, 2048) * std::exp(log_ratio);
+  const sim::cost_model cost(m);
+  CHECK(cost.compute_us(gemm(2048, 2048, 2048), 100) == doctest::Approx(want).epsilon(1e-9));
+  // A one-rank program of that GEMM: the host launches it, then the GPU runs it.
+  sc::program prog;
+  prog.streams = {{sc::stream_role::compute, 0}};
+  prog.ops = {gemm(2048, 2048, 2048)};
+  const sim::result r = sim::simulate({prog}, cost);
+  CHECK(r.step_time_us == doctest::Approx(5 + want).epsilon(1e-9));
+  // A generated step runs on it too.
+  sc::workload w;
+  w.num_layers = 2;
+  w.micro_batches = 2;
+  w.seq_length = 2048;
+  w.hidden_size = 2048;
+  w.ffn_hidden_size = 4096;
+  w.num_attention_heads = 16;
+  w.vocab_size = 32000;
+  overlap::settings s;
+  s.data_parallel_size = 2;
+  s.precision = overlap::dtype::bf16;
+  const auto step = sc::compose_step(s, overlap::derive(s), w);
+  const sim::result planned = sim::simulate(step, cost);
+  CHECK_FALSE(planned.deadlock);
+  CHECK(planned.step_time_us > 0);
 }

@@ -20,6 +20,7 @@
 #include <overlap/rules/validate.hpp>
 #include <overlap/settings/print.hpp>
 #include <overlap/sim/machine.hpp>
+#include <overlap/sim/profile_json.hpp>
 #include <overlap/trace/chrome_trace.hpp>
 #include <overlap/trace/svg_timeline.hpp>
 
@@ -36,8 +37,8 @@ Megatron-Bridge config, with the rule table of the overlap library.
 
 usage:
   overlap-plan check    CONFIG [options] [OVERRIDE...]
-  overlap-plan simulate CONFIG [options] [--machine h100|h200] [--out DIR] [OVERRIDE...]
-  overlap-plan tune     CONFIG [options] [--machine h100|h200] [OVERRIDE...]
+  overlap-plan simulate CONFIG [options] [--machine h100|h200] [--profile FILE] [--out DIR] [OVERRIDE...]
+  overlap-plan tune     CONFIG [options] [--machine h100|h200] [--profile FILE] [OVERRIDE...]
 
 CONFIG is Bridge's ConfigContainer dump: YAML (cfg.to_yaml()) or the same as JSON (.json, or a
 file that starts with '{'). OVERRIDE is Hydra style, applied on top in order:
@@ -63,7 +64,10 @@ options:
                      also overlap_plan.gpu in the config
   --te-version X.Y.Z the Transformer Engine version (TE rules apply only when it is given);
                      also overlap_plan.te_version
-  --machine NAME     simulate/tune: h100 (default) or h200
+  --machine NAME     simulate/tune: h100 (default) or h200: the node (links, NICs, host); both
+                     compute as measured on an H200 (the profile built in), the h100 with its HBM3
+  --profile FILE     simulate/tune: compute as measured on your GPU: the JSON that overlap-profile
+                     writes there (SMs, GEMM, grouped GEMM and attention times, memory rate)
   --threads N        tune: simulate up to N combinations at once (default: one per core; the
                      result does not depend on it)
   --out DIR          simulate: write the trace and the picture there
@@ -77,7 +81,7 @@ used; the message names the file, line and column, or the field.
 )";
 
 struct cli {
-  std::string command, config, machine = "h100", out;
+  std::string command, config, machine = "h100", out, profile;
   std::vector<std::string> overrides;
   overlap_plan::read_options read;
   bool json_output = false;
@@ -125,6 +129,7 @@ cli parse_args(int argc, char** argv) {
         usage_error("--threads needs an integer in 1..1024");
       c.threads = static_cast<unsigned>(v.get<std::int64_t>());
     } else if (a == "--out") c.out = value();
+    else if (a == "--profile") c.profile = value();
     else if (a.starts_with("--")) usage_error("unknown option " + a);
     else if (c.command.empty()) c.command = a;
     else if (c.config.empty() && a.find('=') == std::string::npos && !a.starts_with("~")) c.config = a;
@@ -134,6 +139,7 @@ cli parse_args(int argc, char** argv) {
   if (c.command != "check" && c.command != "simulate" && c.command != "tune")
     usage_error("unknown command " + c.command);
   if (c.config.empty()) usage_error(c.command + " needs a CONFIG file");
+  if (!c.profile.empty() && c.command == "check") usage_error("--profile is for simulate and tune");
   return c;
 }
 
@@ -347,8 +353,17 @@ int run_check(const cli& args, const overlap_plan::document& doc, const overlap_
 
 // ---- simulate -----------------------------------------------------------------------------------
 
+/// The node of --machine; with --profile, computing as that profile measured.
 ov::sim::machine machine_of(const cli& args) {
-  return args.machine == "h200" ? ov::sim::h200_node() : ov::sim::h100_node();
+  ov::sim::machine m = args.machine == "h200" ? ov::sim::h200_node() : ov::sim::h100_node();
+  if (args.profile.empty()) return m;
+  return ov::sim::with_profile(std::move(m), std::make_shared<const ov::sim::profile>(ov::sim::read_profile(args.profile)));
+}
+
+/// "h100 node", or "h100 node, compute from FILE (GPU)".
+std::string machine_label(const cli& args, const ov::sim::machine& m) {
+  if (args.profile.empty()) return args.machine + " node";
+  return args.machine + " node, compute from " + args.profile + " (" + m.profile->gpu + ")";
 }
 
 void require_workload(const overlap_plan::bridge_config& c) {
@@ -404,6 +419,7 @@ int run_simulate(const cli& args, const overlap_plan::bridge_config& c) {
   if (args.json_output) {
     json out = {{"config", args.config},
                 {"machine", args.machine},
+                {"profile", args.profile.empty() ? json(nullptr) : json(args.profile)},
                 {"ranks", plan.overlap_classes.world()},
                 {"classes", plan.overlap_step.size()},
                 {"micro_batches", c.workload.micro_batches},
@@ -416,9 +432,10 @@ int run_simulate(const cli& args, const overlap_plan::bridge_config& c) {
     std::cout << out.dump(2) << '\n';
     return 0;
   }
-  std::printf("overlap-plan simulate %s on an %s node: %d ranks in %zu classes of symmetric ranks, %d layers, "
+  std::printf("overlap-plan simulate %s on an %s: %d ranks in %zu classes of symmetric ranks, %d layers, "
               "%d micro-batches per dp rank\n",
-              args.config.c_str(), args.machine.c_str(), plan.overlap_classes.world(), plan.overlap_step.size(),
+              args.config.c_str(), machine_label(args, cost.machine()).c_str(), plan.overlap_classes.world(),
+              plan.overlap_step.size(),
               c.workload.num_layers, c.workload.micro_batches);
   std::printf("\n%-22s %14s %14s\n", "", "overlap off", "as configured");
   std::printf("%-22s %11.2f ms %11.2f ms   (%+.1f %%)\n", "step time", plan.baseline.step_time_us / 1000,
@@ -683,7 +700,9 @@ int run_tune(const cli& args, const overlap_plan::document& doc, const overlap_p
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
 
   if (args.json_output) {
-    json out = {{"config", args.config}, {"machine", args.machine}, {"knobs", json::array()}, {"ranked", json::array()},
+    json out = {{"config", args.config}, {"machine", args.machine},
+                {"profile", args.profile.empty() ? json(nullptr) : json(args.profile)},
+                {"knobs", json::array()}, {"ranked", json::array()},
                 {"rejected", rejected}, {"overlap_off_step_time_us", off_result.step_time_us},
                 {"given_step_time_us", given_us}, {"best_overrides", overrides}, {"best_yaml", yaml}, {"seconds", seconds}};
     for (const knob& k : knobs) {
@@ -698,8 +717,9 @@ int run_tune(const cli& args, const overlap_plan::document& doc, const overlap_p
     std::cout << out.dump(2) << '\n';
     return 0;
   }
-  std::printf("overlap-plan tune %s on an %s node: %zu free knob(s), %zu combinations simulated, %zu rejected by the rules, %.1f s\n",
-              args.config.c_str(), args.machine.c_str(), knobs.size(), ranked.size(), rejected, seconds);
+  std::printf("overlap-plan tune %s on an %s: %zu free knob(s), %zu combinations simulated, %zu rejected by the rules, %.1f s\n",
+              args.config.c_str(), machine_label(args, cost.machine()).c_str(), knobs.size(), ranked.size(), rejected,
+              seconds);
   for (const knob& k : knobs) {
     std::printf("  %-28s", k.name.c_str());
     for (const choice& ch : k.choices) std::printf(" [%s]", ch.label.c_str());
