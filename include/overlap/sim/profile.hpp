@@ -91,14 +91,22 @@ struct profile {
   friend bool operator==(const profile&, const profile&) = default;
 };
 
+/// What a profile may hold: a kernel of at most 1,000 s, sizes that fit an int, rates below
+/// 10^15 per microsecond. Beyond them a value is a typo or a broken measurement, and the model's
+/// logarithms and products stay far from overflow inside them.
+inline constexpr double profile_most_us = 1e9;
+inline constexpr std::int64_t profile_most_size = std::int64_t{1} << 31;
+inline constexpr double profile_most_rate = 1e15;
+
 namespace detail {
 
-inline bool positive_time(double us) { return std::isfinite(us) && us > 0; }
+inline bool positive_time(double us) { return std::isfinite(us) && us > 0 && us <= profile_most_us; }
 
 inline void check_axis(const std::vector<std::int64_t>& axis, const std::string& path, std::vector<std::string>& out) {
   if (axis.empty()) out.push_back(path + ": empty; give the sizes measured, ascending");
   for (std::size_t i = 0; i < axis.size(); ++i) {
-    if (axis[i] <= 0) out.push_back(path + "[" + std::to_string(i) + "]: " + std::to_string(axis[i]) + " is not > 0");
+    if (axis[i] <= 0 || axis[i] > profile_most_size)
+      out.push_back(path + "[" + std::to_string(i) + "]: " + std::to_string(axis[i]) + " is not in 1..2^31");
     else if (i > 0 && axis[i] <= axis[i - 1])
       out.push_back(path + "[" + std::to_string(i) + "]: " + std::to_string(axis[i]) + " does not ascend from " +
                     std::to_string(axis[i - 1]));
@@ -113,12 +121,13 @@ inline void check_times(const std::vector<double>& us, std::size_t want, const s
     return;
   }
   for (std::size_t i = 0; i < us.size(); ++i)
-    if (!positive_time(us[i])) out.push_back(path + "[" + std::to_string(i) + "]: not a finite time > 0");
+    if (!positive_time(us[i])) out.push_back(path + "[" + std::to_string(i) + "]: not a time in (0, 1e9] us");
 }
 
 inline void check_rate(double v, const std::string& path, bool required, std::vector<std::string>& out) {
-  if (!std::isfinite(v) || v < 0 || (required && v == 0))
-    out.push_back(path + ": " + std::to_string(v) + (required ? " is not a finite rate > 0" : " is not finite and >= 0 (0: not measured)"));
+  if (!std::isfinite(v) || v < 0 || v >= profile_most_rate || (required && v == 0))
+    out.push_back(path + ": " + std::to_string(v) +
+                  (required ? " is not in (0, 1e15)" : " is not in [0, 1e15) (0: not measured)"));
 }
 
 }  // namespace detail
@@ -126,7 +135,7 @@ inline void check_rate(double v, const std::string& path, bool required, std::ve
 /// What is wrong with `p`, one line each, led by the JSON path of the value (empty: nothing).
 inline std::vector<std::string> problems(const profile& p) {
   std::vector<std::string> out;
-  if (p.sms < 1) out.push_back("sms: " + std::to_string(p.sms) + " is not >= 1");
+  if (p.sms < 1 || p.sms > 1'000'000) out.push_back("sms: " + std::to_string(p.sms) + " is not in 1..10^6");
   detail::check_rate(p.memory_bytes_per_us, "memory_bytes_per_us", true, out);
   detail::check_rate(p.sustained_flops_per_us, "sustained_flops_per_us", false, out);
   detail::check_rate(p.sustained_clock_mhz, "sustained_clock_mhz", false, out);
@@ -139,16 +148,20 @@ inline std::vector<std::string> problems(const profile& p) {
   for (std::size_t i = 0; i < p.grouped_gemm.size(); ++i) {
     const grouped_gemm_entry& g = p.grouped_gemm[i];
     const std::string path = "grouped_gemm[" + std::to_string(i) + "]";
-    if (g.groups <= 0 || g.m <= 0 || g.n <= 0 || g.k <= 0)
-      out.push_back(path + ": groups, m, n and k must be > 0");
-    if (!detail::positive_time(g.us)) out.push_back(path + ".us: not a finite time > 0");
+    for (const std::int64_t v : {g.groups, g.m, g.n, g.k})
+      if (v <= 0 || v > profile_most_size) {
+        out.push_back(path + ": groups, m, n and k must be in 1..2^31");
+        break;
+      }
+    if (!detail::positive_time(g.us)) out.push_back(path + ".us: not a time in (0, 1e9] us");
   }
   for (std::size_t i = 0; i < p.attention.size(); ++i) {
     const attention_table& a = p.attention[i];
     const std::string path = "attention[" + std::to_string(i) + "]";
     if (a.backend.empty()) out.push_back(path + ".backend: empty; name the backend (\"cudnn\", \"flash\")");
     if (p.attention_of(a.backend) != &a) out.push_back(path + ".backend: \"" + a.backend + "\" is given twice");
-    if (a.head_dim <= 0) out.push_back(path + ".head_dim: " + std::to_string(a.head_dim) + " is not > 0");
+    if (a.head_dim <= 0 || a.head_dim > profile_most_size)
+      out.push_back(path + ".head_dim: " + std::to_string(a.head_dim) + " is not in 1..2^31");
     detail::check_axis(a.seq, path + ".seq", out);
     detail::check_axis(a.heads, path + ".heads", out);
     detail::check_times(a.forward_us, a.seq.size() * a.heads.size(), path + ".forward_us", out);
@@ -159,7 +172,7 @@ inline std::vector<std::string> problems(const profile& p) {
   if (c.copy_ctas > 0)
     for (const double us : {c.gemm_alone_us, c.copy_alone_us, c.side_by_side_us})
       if (!detail::positive_time(us)) {
-        out.push_back("concurrency: gemm_alone_us, copy_alone_us and side_by_side_us must be finite times > 0");
+        out.push_back("concurrency: gemm_alone_us, copy_alone_us and side_by_side_us must be times in (0, 1e9] us");
         break;
       }
   return out;
