@@ -17,6 +17,9 @@
 //    of the layers below runs (overlapped) or on the compute stream (serialized). One rank per
 //    GPU, communicators from ncclCommInitAll in this one process, one host thread per GPU.
 //
+// Both programs and their resources are built in model_step_programs.hpp, for any executor API:
+// tests/cuda/test_gpu_programs.cpp runs them through the recording stand-in on every CI machine.
+//
 // It checks its numbers (each GEMM output of the generated step; every rank's reduced gradient
 // equals the sum over ranks) and prints the overlapped and serialized times of step 2, plus
 // compute alone and communication alone, as one JSON line. Without a GPU it prints
@@ -45,6 +48,8 @@
 #include <overlap/schedule/step.hpp>
 #include <overlap/sim/measured_cost_writer.hpp>
 
+#include "model_step_programs.hpp"
+
 namespace ov = overlap;
 namespace sc = overlap::schedule;
 namespace oc = overlap::cuda;
@@ -64,48 +69,8 @@ void cublas_ok(cublasStatus_t s, const char* what) {
   if (s != CUBLAS_STATUS_SUCCESS) throw std::runtime_error(std::string(what) + ": cuBLAS status " + std::to_string(static_cast<int>(s)));
 }
 
-struct sizes {
-  int hidden_size, num_layers, iterations, comm_repeat;
-};
-
-enum class variant { overlapped, serialized, compute_only, comm_only };
-
-/// The step of rank `rank` of `ranks`: forward GEMMs, then per layer from the top its backward
-/// GEMM (the weight gradient) and that gradient's all-reduce; overlapped, the all-reduce runs on
-/// the communication stream after an event, serialized on the compute stream.
-sc::program step_program(int rank, int ranks, const sizes& z, variant v) {
-  sc::program p;
-  p.rank = rank;
-  p.streams = {{sc::stream_role::compute, 0}, {sc::stream_role::dp_comm, -1}};
-  std::vector<int> all(static_cast<std::size_t>(ranks));
-  for (int r = 0; r < ranks; ++r) all[static_cast<std::size_t>(r)] = r;
-  p.comms = {{"dp", all}};
-  const bool compute = v != variant::comm_only, comm = v != variant::compute_only;
-  const int comm_stream = v == variant::serialized ? 0 : 1;
-  const std::int64_t grad_bytes = std::int64_t{z.hidden_size} * z.hidden_size * 4;
-  const auto at = [](int l) { return sc::location{.layer = l, .micro_batch = 0}; };
-  if (compute)
-    for (int l = 0; l < z.num_layers; ++l)
-      p.ops.push_back({.kind = sc::op_kind::compute, .stream = 0, .key = {.type = op_type::fc1_fprop, .at = at(l)}});
-  for (int l = z.num_layers - 1; l >= 0; --l) {
-    if (compute)
-      p.ops.push_back({.kind = sc::op_kind::compute, .stream = 0, .key = {.type = op_type::fc1_wgrad, .at = at(l)}});
-    if (!comm) continue;
-    if (compute && comm_stream == 1) {
-      p.ops.push_back({.kind = sc::op_kind::record, .stream = 0, .event = p.num_events});
-      p.ops.push_back({.kind = sc::op_kind::wait, .stream = 1, .event = p.num_events++});
-    }
-    for (int k = 0; k < z.comm_repeat; ++k)
-      p.ops.push_back({.kind = sc::op_kind::collective, .stream = comm_stream,
-                       .key = {.type = op_type::dp_grad_reduce, .at = {.layer = l, .bucket = l}},
-                       .coll = sc::collective::all_reduce, .comm = 0, .bytes = grad_bytes});
-  }
-  if (compute && comm && comm_stream == 1) {  // the optimizer would wait for the last reduction
-    p.ops.push_back({.kind = sc::op_kind::record, .stream = 1, .event = p.num_events});
-    p.ops.push_back({.kind = sc::op_kind::wait, .stream = 0, .event = p.num_events++});
-  }
-  return p;
-}
+using model_step::sizes;
+using model_step::variant;
 
 /// One GPU's model: per layer an input X (rank + 1 everywhere), an output gradient dY (ones), a
 /// weight, an activation and the weight gradient dW = X^T dY.
@@ -144,27 +109,22 @@ struct rank_model {
   rank_model& operator=(const rank_model&) = delete;
 
   oc::resources resources(ncclComm_t comm, int hidden) {
-    oc::resources r;
-    r.comms["dp"] = comm;
     const float one = 1.0f, zero = 0.0f;
     // One callable per op type; the key's layer picks the layer's matrices.
-    r.kernels[op_type::fc1_fprop] = [this, hidden, one, zero](const sc::op_key& k, cudaStream_t s) {
+    const auto forward = [this, hidden, one, zero](const sc::op_key& k, cudaStream_t s) {
       const auto l = static_cast<std::size_t>(k.at.layer);
       cublas_ok(cublasSetStream(blas, s), "cublasSetStream");
       cublas_ok(cublasSgemm(blas, CUBLAS_OP_N, CUBLAS_OP_N, hidden, hidden, hidden, &one, x[l], hidden, w[l],
                             hidden, &zero, y[l], hidden), "cublasSgemm (forward)");
     };
-    r.kernels[op_type::fc1_wgrad] = [this, hidden, one, zero](const sc::op_key& k, cudaStream_t s) {
+    const auto wgrad = [this, hidden, one, zero](const sc::op_key& k, cudaStream_t s) {
       const auto l = static_cast<std::size_t>(k.at.layer);
       cublas_ok(cublasSetStream(blas, s), "cublasSetStream");
       cublas_ok(cublasSgemm(blas, CUBLAS_OP_N, CUBLAS_OP_T, hidden, hidden, hidden, &one, dy[l], hidden, x[l],
                             hidden, &zero, dw[l], hidden), "cublasSgemm (weight gradient)");
     };
-    r.buffers = [this](const sc::op& o) {
-      float* grad = dw[static_cast<std::size_t>(o.key.at.layer)];
-      return oc::buffer{grad, o.bytes, grad, o.bytes, ncclFloat32};
-    };
-    return r;
+    return model_step::step_resources<oc::cuda_api>(comm, ncclFloat32, forward, wgrad,
+                                                    [this](int l) { return dw[static_cast<std::size_t>(l)]; });
   }
 };
 
@@ -192,7 +152,7 @@ double time_variant(std::vector<std::unique_ptr<rank_model>>& models, std::vecto
   on_every_rank([&](int r) {
     const auto& m = models[static_cast<std::size_t>(r)];
     execs[static_cast<std::size_t>(r)] = std::make_unique<oc::executor>(
-        step_program(r, n, z, v), m->resources(comms[static_cast<std::size_t>(r)], z.hidden_size));
+        model_step::step_program(r, n, z, v), m->resources(comms[static_cast<std::size_t>(r)], z.hidden_size));
     execs[static_cast<std::size_t>(r)]->run();  // warm-up (cuBLAS and NCCL set-up)
     execs[static_cast<std::size_t>(r)]->wait();
   });
@@ -240,16 +200,8 @@ void write_measured_costs(oc::executor& exec, int steps, const char* path) {
 /// (l + 2)(m + 2) for the micro-batch m of the last op of that type and layer. Returns whether
 /// both runs left exactly that.
 bool generated_step_correct(const sizes& z, ncclComm_t solo) {
-  using cfg = ov::config<ov::tp<1>, ov::dp<1>, ov::precision<ov::dtype::bf16>>;
-  sc::workload w;
-  w.num_layers = z.num_layers;
-  w.micro_batches = 2;
-  w.seq_length = 1024;
-  w.hidden_size = 1024;
-  w.ffn_hidden_size = 2816;
-  w.num_attention_heads = 8;
-  w.vocab_size = 32000;
-  const sc::program p = cfg::schedule::generate(w).front();
+  const sc::workload w = model_step::generated_workload(z.num_layers);
+  const sc::program p = model_step::generated_config::schedule::generate(w).front();
 
   constexpr int n = 512;  // the stand-in GEMMs' size; the workload's sizes are the simulator's
   constexpr std::size_t elements = std::size_t{n} * n;
@@ -279,40 +231,26 @@ bool generated_step_correct(const sizes& z, ncclComm_t solo) {
                           b[static_cast<std::size_t>(k.at.micro_batch + 1)], n, &zero, c.at({k.type, k.at.layer}), n),
               "cublasSgemm");
   };
-  const auto gemms = oc::on<op_type::qkv_fprop, op_type::qkv_dgrad, op_type::qkv_wgrad, op_type::proj_fprop,
-                            op_type::proj_dgrad, op_type::proj_wgrad, op_type::fc1_fprop, op_type::fc1_dgrad,
-                            op_type::fc1_wgrad, op_type::fc2_fprop, op_type::fc2_dgrad, op_type::fc2_wgrad,
-                            op_type::lm_head_fprop, op_type::lm_head_bprop>(gemm);
-  constexpr sc::op_type_set gemm_types = decltype(gemms)::types;
   std::map<std::pair<op_type, int>, int> last_micro_batch;
   for (const sc::op& o : p.ops)
-    if (o.kind == sc::op_kind::compute && gemm_types.contains(o.key.type)) {
+    if (o.kind == sc::op_kind::compute && model_step::gemm_types.contains(o.key.type)) {
       const std::pair<op_type, int> slot{o.key.type, o.key.at.layer};
       if (c.count(slot) == 0) c[slot] = filled(0.0f);
       last_micro_batch[slot] = o.key.at.micro_batch;
     }
 
-  oc::resources r;
-  // Every compute type a generated program can have is bound, so this compiles for any config
-  // whose schedule emits a subset; kernels_for rejects at compile time a schedule that has more.
-  r.kernels = oc::kernels_for<cfg::schedule>(
-      gemms,
-      oc::on<op_type::embedding_fprop, op_type::embedding_bprop, op_type::layernorm_fprop, op_type::layernorm_bprop,
-             op_type::attn_core_fprop, op_type::attn_core_bprop, op_type::tp_ring_reduce, op_type::router_fprop,
-             op_type::router_bprop, op_type::permute_fprop, op_type::permute_bprop, op_type::unpermute_fprop,
-             op_type::unpermute_bprop, op_type::experts_fprop, op_type::experts_dgrad, op_type::experts_wgrad,
-             op_type::shared_experts_fprop, op_type::shared_experts_dgrad, op_type::shared_experts_wgrad,
-             op_type::optimizer_step>([&](const sc::op_key&, cudaStream_t s) {
-        cuda_ok(cudaMemsetAsync(stand_in_target, 0, 256, s), "stand-in kernel");
-      }));
-  for (const sc::communicator& comm : p.comms) r.comms[comm.name] = solo;  // all of one rank
   std::vector<void*> scratch;
-  r.buffers = [&](const sc::op& o) {
-    void* d = nullptr;
-    cuda_ok(cudaMalloc(&d, static_cast<std::size_t>(o.bytes)), "cudaMalloc");
-    scratch.push_back(d);
-    return oc::buffer{d, o.bytes, d, o.bytes, ncclUint8};  // in place: a one-rank all-gather is a copy
-  };
+  oc::resources r = model_step::generated_resources<oc::cuda_api>(
+      p, solo, ncclUint8, gemm,
+      [&](const sc::op_key&, cudaStream_t s) {
+        cuda_ok(cudaMemsetAsync(stand_in_target, 0, 256, s), "stand-in kernel");
+      },
+      [&](std::int64_t bytes) {
+        void* d = nullptr;
+        cuda_ok(cudaMalloc(&d, static_cast<std::size_t>(bytes)), "cudaMalloc");
+        scratch.push_back(d);
+        return d;
+      });
 
   const auto correct = [&](const char* when) {
     std::vector<float> host(elements);
