@@ -1,26 +1,27 @@
 #!/usr/bin/env bash
-# On a GPU machine: builds the executor for sm_90, runs the GPU test and the model-step example,
-# and prints one JSON line with the overlapped, serialized and max-of-parts step times of a case
-# where compute and communication take about as long (the example's all-reduces are repeated
-# until they match the GEMMs), and overlapped / serialized. It also writes the measured-cost JSON
-# of the example's generated one-rank step (the executor's timing mode; `sim::measured_cost_model`
-# reads it) and names the file in the JSON line. Without a GPU it says so and exits 0.
+# On a GPU machine, in one go: builds overlap-profile, the GPU test and the model-step example for
+# sm_90 (Release); runs the GPU test; measures this GPU's profile (overlap-profile, ~30 s); closes
+# the loop (overlap-profile --check-step: a generated one-GPU step with kernels of its own sizes
+# and its communication as copy kernels, overlapped and serialized, next to the simulator's
+# prediction for the same programs from the profile just measured); and runs the example (its
+# generated step's numbers, eager and as a CUDA graph, and its measured-cost JSON). Prints one
+# JSON line at the end. Without a GPU it says so and exits 0.
 #
-# usage: bench/gpu/run.sh [BUILD_DIR]   (default build/gpu); OVERLAP_HIDDEN, OVERLAP_LAYERS and
-#        OVERLAP_ITERATIONS pass on to the example; OVERLAP_MEASURED_COSTS sets the JSON's path
-#        (default BUILD_DIR/measured_costs.json).
+# usage: bench/gpu/run.sh [BUILD_DIR]   (default build/gpu); CUDA_DEVICE_MAX_CONNECTIONS, if set,
+#        goes to the check and its prediction; the profile is written to BUILD_DIR/profile.json,
+#        the measured costs to BUILD_DIR/measured_costs.json.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$root/build/gpu}
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=g++ \
-  -DCMAKE_CUDA_ARCHITECTURES=90 >&2
-cmake --build "$build" --target cuda_gpu_test example_cuda_model_step >&2
-test_bin=$build/tests/cuda/cuda_gpu_test
-example=$build/examples/cuda/example_cuda_model_step
-costs=${OVERLAP_MEASURED_COSTS:-$build/measured_costs.json}
+  -DCMAKE_CUDA_ARCHITECTURES=90 -DOVERLAP_NVCC_CHECKS=OFF >&2
+cmake --build "$build" --target overlap-profile cuda_gpu_test example_cuda_model_step >&2
+profile_tool=$build/tools/overlap_profile/overlap-profile
+profile=$build/profile.json
+costs=$build/measured_costs.json
 
 set +e
-test_out=$("$test_bin")
+test_out=$("$build/tests/cuda/cuda_gpu_test")
 test_rc=$?
 set -e
 echo "$test_out" >&2
@@ -32,27 +33,21 @@ fi
 gpu_test=passed
 [ $test_rc -eq 0 ] || gpu_test=failed
 
-json_field() { sed -n "s/.*\"$1\": \([0-9.a-z]*\).*/\1/p" <<<"$2"; }
-# Calibrate: one all-reduce per layer, then repeat the all-reduces so communication ~ compute.
-rm -f "$costs"  # so a stale file is never reported as this run's
-first=$(OVERLAP_COMM_REPEAT=1 OVERLAP_MEASURED_COSTS="$costs" "$example" | tee /dev/stderr | grep '^{')
-compute=$(json_field compute_ms "$first")
-comm=$(json_field comm_ms "$first")
-repeat=$(awk -v a="$compute" -v c="$comm" 'BEGIN {r = int(a / c + 0.5); print (r < 1 ? 1 : r)}')
+rm -f "$profile" "$costs"  # so a stale file is never reported as this run's
 set +e
-balanced=$(OVERLAP_COMM_REPEAT=$repeat "$example" | tee /dev/stderr | grep '^{')
-example_rc=${PIPESTATUS[0]}
+"$profile_tool" --out "$profile" >&2
+profile_rc=$?
+check_out=$("$profile_tool" --check-step "$profile")
+check_rc=$?
+example_out=$(OVERLAP_MEASURED_COSTS="$costs" "$build/examples/cuda/example_cuda_model_step")
+example_rc=$?
 set -e
-overlapped=$(json_field overlapped_ms "$balanced")
-serialized=$(json_field serialized_ms "$balanced")
-parts=$(json_field max_of_parts_ms "$balanced")
-numerics=$(json_field numerics_ok "$balanced")
-costs_json=null
-[ -s "$costs" ] && costs_json="\"$costs\""
-ratio=$(awk -v o="$overlapped" -v s="$serialized" 'BEGIN {printf "%.4f", o / s}')
-echo "{\"gpu_test\": \"$gpu_test\", \"numerics_ok\": ${numerics:-false}, \"comm_repeat\": $repeat," \
-     "\"compute_ms\": $(json_field compute_ms "$balanced"), \"comm_ms\": $(json_field comm_ms "$balanced")," \
-     "\"overlapped_ms\": $overlapped, \"serialized_ms\": $serialized, \"max_of_parts_ms\": $parts," \
-     "\"overlapped_over_serialized\": $ratio, \"overlapped_over_max_of_parts\": $(json_field overlapped_over_max_of_parts "$balanced")," \
-     "\"measured_costs\": $costs_json}"
-[ "$gpu_test" = passed ] && [ "$example_rc" -eq 0 ]
+echo "$check_out" >&2
+echo "$example_out" >&2
+check=$(grep '^{' <<<"$check_out" | tail -n 1 || true)
+example=$(grep '^{' <<<"$example_out" | tail -n 1 || true)
+[ -n "$check" ] || check=null
+[ -n "$example" ] || example=null
+echo "{\"gpu_test\": \"$gpu_test\", \"profile\": \"$profile\", \"profile_rc\": $profile_rc," \
+     "\"check_step\": $check, \"check_rc\": $check_rc, \"example\": $example, \"example_rc\": $example_rc}"
+[ "$gpu_test" = passed ] && [ $profile_rc -eq 0 ] && [ $check_rc -eq 0 ] && [ $example_rc -eq 0 ]

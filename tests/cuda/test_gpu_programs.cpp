@@ -1,17 +1,22 @@
-// The programs and resources of the GPU test and the GPU examples, through the executor on the
+// The programs and resources of the GPU test, the GPU examples and overlap-profile's step check,
+// through the executor on the
 // recording stand-in: what the GPU runs passes the pre-flight on every CI machine, and issues
 // the calls it should. (gpu_test.cpp once sent to itself on a one-rank communicator, which the
 // pre-flight refuses; CI never saw it, the test skipping without a GPU.)
 #include <doctest/doctest.h>
 
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
+
+#include <overlap/sim/machine.hpp>
 
 #include "generated_fixture.hpp"
 #include "gpu_programs.hpp"
 #include "model_step_programs.hpp"
 #include "shim_fixture.hpp"
+#include "step_check.hpp"
 
 namespace {
 /// The stand-in's copy: logs "copy @to <- @from bytes s<stream>".
@@ -88,4 +93,67 @@ TEST_CASE("the model-step example's generated step passes the pre-flight with it
   CHECK(gemms == want_gemms);
   CHECK(stand_ins == want_others);
   CHECK(gemms > 0);
+}
+
+TEST_CASE("overlap-profile's step check: its two one-GPU programs pass the pre-flight with their copies") {
+  const overlap_profile::one_gpu_step s = overlap_profile::check_step();
+  CHECK(s.comm_sizes == std::vector<int>(s.overlapped.comms.size(), 2));
+  int compute_ops = 0, comm_ops = 0;
+  std::set<std::string> names;
+  for (const shim::sc::op& o : s.overlapped.ops) {
+    if (o.kind == shim::sc::op_kind::compute) {
+      ++compute_ops;
+      CHECK(names.insert(shim::sc::display_name(o.key)).second);  // the kernels find their op by it
+    }
+    if (shim::sc::is_communication(o.kind)) ++comm_ops;
+  }
+  REQUIRE(comm_ops > 0);
+  for (const shim::sc::program* p : {&s.overlapped, &s.serialized}) {
+    shim::reset();
+    int computed = 0, communicated = 0;
+    std::int64_t moved = 0, expected = 0;
+    for (const shim::sc::op& o : p->ops)
+      if (shim::sc::is_communication(o.kind)) expected += o.bytes / 2;  // dp 2: half of each tensor
+    shim::executor exec(*p, overlap_profile::check_resources<shim::recording_api>(
+                                s, *p, [&](const shim::sc::op&, int) { ++computed; },
+                                [&](const shim::sc::op&, std::int64_t bytes, int ctas, int) {
+                                  ++communicated;
+                                  moved += bytes;
+                                  CHECK(ctas == 16);
+                                },
+                                16));
+    exec.run();
+    CHECK(computed == compute_ops);
+    CHECK(communicated == comm_ops);
+    CHECK(moved == expected);
+    // Serialized, every op is on the compute stream.
+    if (p == &s.serialized)
+      for (const shim::sc::op& o : p->ops) CHECK(o.stream == 0);
+  }
+}
+
+TEST_CASE("overlap-profile's step check: the predictor prices the kernels the check runs") {
+  const overlap_profile::one_gpu_step s = overlap_profile::check_step();
+  const overlap::sim::machine h200 = overlap::sim::h200_node();
+  const double overlapped = overlap_profile::predicted_us(h200, s, s.overlapped, 8);
+  const double serialized = overlap_profile::predicted_us(h200, s, s.serialized, 8);
+  MESSAGE("predicted on the H200 profile: overlapped " << overlapped / 1000 << " ms, serialized " << serialized / 1000
+                                                       << " ms");
+  CHECK(overlapped < 0.95 * serialized);  // the demo shows overlap on one GPU
+  // Serialized, the step is about every op's time one after another.
+  const overlap_profile::check_cost cost(h200, s);
+  double sum = 0;
+  for (const shim::sc::op& o : s.serialized.ops) {
+    if (o.kind == shim::sc::op_kind::compute) sum += cost.compute_us(o, h200.sms);
+    if (shim::sc::is_communication(o.kind)) sum += cost.comm_us(o, overlap::sim::placement{1, 0});
+  }
+  CHECK(serialized == doctest::Approx(sum).epsilon(0.02));
+  // A copy kernel of 16 CTAs moves at the probe's rate: a reduce-scatter of 1 GiB over 2 ranks
+  // moves 512 MiB, as the probe's copy did in 1082 us.
+  shim::sc::op rs;
+  rs.kind = shim::sc::op_kind::collective;
+  rs.coll = shim::sc::collective::reduce_scatter;
+  rs.comm = 0;
+  rs.bytes = std::int64_t{1} << 30;
+  CHECK(cost.comm_us(rs, overlap::sim::placement{1, 0}) == doctest::Approx(1082.0).epsilon(1e-9));
 }
