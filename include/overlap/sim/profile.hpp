@@ -27,6 +27,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -128,6 +129,13 @@ inline void check_rate(double v, const std::string& path, bool required, std::ve
   if (!std::isfinite(v) || v < 0 || v >= profile_most_rate || (required && v == 0))
     out.push_back(path + ": " + std::to_string(v) +
                   (required ? " is not in (0, 1e15)" : " is not in [0, 1e15) (0: not measured)"));
+}
+
+/// One std::invalid_argument: "<source>: N problems:" and a line each.
+[[noreturn]] inline void throw_problems(const std::string& source, const std::vector<std::string>& problems) {
+  std::string message = source + ": " + std::to_string(problems.size()) + (problems.size() == 1 ? " problem:" : " problems:");
+  for (const std::string& p : problems) (message += "\n  ") += p;
+  throw std::invalid_argument(message);
 }
 
 }  // namespace detail

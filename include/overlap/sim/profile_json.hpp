@@ -132,12 +132,6 @@ class json_fields {
   std::vector<std::string> read_;
 };
 
-[[noreturn]] inline void throw_problems(const std::string& source, const std::vector<std::string>& problems) {
-  std::string message = source + ": " + std::to_string(problems.size()) + (problems.size() == 1 ? " problem:" : " problems:");
-  for (const std::string& p : problems) (message += "\n  ") += p;
-  throw std::invalid_argument(message);
-}
-
 }  // namespace detail
 
 /// The profile a JSON document holds. Throws std::invalid_argument listing every problem, each
@@ -173,35 +167,35 @@ inline profile profile_from_json(const nlohmann::json& doc, const std::string& s
       gemm.list("k", p.gemm.k);
       gemm.list("us", p.gemm.us);
     }
-    if (const nlohmann::json& grouped = top.value("grouped_gemm", false); !grouped.is_null()) {
-      if (!grouped.is_array()) problems.push_back("grouped_gemm: not an array");
-      else
-        for (std::size_t i = 0; i < grouped.size(); ++i) {
-          grouped_gemm_entry e;
-          detail::json_fields entry(grouped[i], "grouped_gemm[" + std::to_string(i) + "]", problems);
-          entry.integer("groups", e.groups);
-          entry.integer("m", e.m);
-          entry.integer("n", e.n);
-          entry.integer("k", e.k);
-          entry.number("us", e.us);
-          p.grouped_gemm.push_back(e);
-        }
-    }
-    if (const nlohmann::json& attention = top.value("attention", false); !attention.is_null()) {
-      if (!attention.is_array()) problems.push_back("attention: not an array");
-      else
-        for (std::size_t i = 0; i < attention.size(); ++i) {
-          attention_table t;
-          detail::json_fields table(attention[i], "attention[" + std::to_string(i) + "]", problems);
-          table.text("backend", t.backend);
-          table.integer("head_dim", t.head_dim);
-          table.list("seq", t.seq);
-          table.list("heads", t.heads);
-          table.list("forward_us", t.forward_us);
-          table.list("backward_us", t.backward_us);
-          p.attention.push_back(std::move(t));
-        }
-    }
+    // An optional array of objects: `read(fields)` for each, `out` gets what it read.
+    const auto objects = [&](const std::string& key, auto& out, const auto& read) {
+      const nlohmann::json& array = top.value(key, false);
+      if (array.is_null()) return;
+      if (!array.is_array()) return problems.push_back(key + ": not an array");
+      for (std::size_t i = 0; i < array.size(); ++i) {
+        detail::json_fields fields(array[i], key + "[" + std::to_string(i) + "]", problems);
+        out.push_back(read(fields));
+      }
+    };
+    objects("grouped_gemm", p.grouped_gemm, [](detail::json_fields& f) {
+      grouped_gemm_entry e;
+      f.integer("groups", e.groups);
+      f.integer("m", e.m);
+      f.integer("n", e.n);
+      f.integer("k", e.k);
+      f.number("us", e.us);
+      return e;
+    });
+    objects("attention", p.attention, [](detail::json_fields& f) {
+      attention_table t;
+      f.text("backend", t.backend);
+      f.integer("head_dim", t.head_dim);
+      f.list("seq", t.seq);
+      f.list("heads", t.heads);
+      f.list("forward_us", t.forward_us);
+      f.list("backward_us", t.backward_us);
+      return t;
+    });
     if (const nlohmann::json& c = top.value("concurrency", false); !c.is_null()) {
       detail::json_fields probe(c, "concurrency", problems);
       probe.integer("copy_ctas", p.concurrency.copy_ctas);

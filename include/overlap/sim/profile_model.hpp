@@ -109,18 +109,13 @@ class profile_model {
  public:
   /// `memory_bytes_per_us`: the machine's rate for memory-bound work (its own HBM, which may not
   /// be the profiled GPU's); `sustained`: cap tensor-core rates at the profile's sustained one;
-  /// `attention_backend`: the attention table to read (none of that name: `attention_us` says
-  /// so). Throws std::invalid_argument listing the profile's problems.
+  /// `attention_backend`: the attention table to read (none of that name: `has_attention()` is
+  /// false). Throws std::invalid_argument listing the profile's problems.
   profile_model(std::shared_ptr<const profile> p, double memory_bytes_per_us, bool sustained,
                 const std::string& attention_backend)
       : p_(std::move(p)), memory_rate_(memory_bytes_per_us) {
     if (!p_) throw std::invalid_argument("profile_model: no profile");
-    if (const auto found = problems(*p_); !found.empty()) {
-      std::string message = "machine profile '" + p_->gpu + "': " + std::to_string(found.size()) +
-                            (found.size() == 1 ? " problem:" : " problems:");
-      for (const std::string& line : found) (message += "\n  ") += line;
-      throw std::invalid_argument(message);
-    }
+    if (const auto found = problems(*p_); !found.empty()) detail::throw_problems("machine profile '" + p_->gpu + "'", found);
     if (!(std::isfinite(memory_rate_) && memory_rate_ > 0))
       throw std::invalid_argument("profile_model: the memory rate must be finite and > 0");
     cap_ = sustained && p_->sustained_flops_per_us > 0 ? p_->sustained_flops_per_us
