@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, builds with every compiler present (g++, clang++;
-# nvcc checks ride on the g++ build when nvcc exists) and runs each build's ctest; then builds
-# the benches in Release with g++ and runs them.
+# nvcc checks and overlap-profile ride on the g++ build when nvcc exists) and runs each build's
+# ctest; then builds the benches in Release with g++ and runs them.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/install-deps.sh"
@@ -14,7 +14,7 @@ for cxx in g++ clang++; do
   [ "$cxx" = g++ ] && nvcc=ON
   echo "== $cxx: configure and build in $build"
   cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_COMPILER="$cxx" \
-        -DOVERLAP_NVCC_CHECKS=$nvcc >/dev/null
+        -DOVERLAP_NVCC_CHECKS=$nvcc -DOVERLAP_BUILD_PROFILE_TOOL=$nvcc >/dev/null
   cmake --build "$build" -j "$jobs"
   echo "== $cxx: ctest"
   ctest --test-dir "$build" -j "$jobs" --output-on-failure || status=1
