@@ -337,12 +337,13 @@ TEST_CASE("a profile's problems are named by their JSON paths, all at once") {
                        std::invalid_argument);
 }
 
-TEST_CASE("a profile file made by hand plans a step: its SMs, launch cost and GEMM times reach the simulator") {
+TEST_CASE("a profile file made by hand plans a step: its SMs, host costs and GEMM times reach the simulator") {
   const std::string path = std::string(OVERLAP_SOURCE_DIR) + "/tests/profiles/hand_made.json";
   const auto p = std::make_shared<const sim::profile>(sim::read_profile(path));
   const sim::machine m = sim::with_profile(sim::h100_node(), p);
   CHECK(m.sms == 100);
   CHECK(m.launch_us == 5);
+  CHECK(m.event_us == 1);
   CHECK(m.memory_bytes_per_us * m.memory_efficiency == 2e6);
   // Its GEMMs take 10 us + flops at 200 TFLOP/s on a 2 x 2 x 2 grid of 1024 and 4096. By hand, a
   // 2048^3 GEMM between them: the best rate is 4096^3's (697.2 us), the floor 1024^3's 20.7 us
@@ -367,6 +368,10 @@ TEST_CASE("a profile file made by hand plans a step: its SMs, launch cost and GE
   prog.ops = {gemm(2048, 2048, 2048)};
   const sim::result r = sim::simulate({prog}, cost);
   CHECK(r.step_time_us == doctest::Approx(5 + want).epsilon(1e-9));
+  // An event recorded first costs the host the profile's event time, not a launch.
+  prog.num_events = 1;
+  prog.ops.insert(prog.ops.begin(), sc::op{.kind = sc::op_kind::record, .stream = 0, .event = 0});
+  CHECK(sim::simulate({prog}, cost).step_time_us == doctest::Approx(1 + 5 + want).epsilon(1e-9));
   // A generated step runs on it too.
   sc::workload w;
   w.num_layers = 2;

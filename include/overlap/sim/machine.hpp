@@ -28,6 +28,7 @@ struct machine {
   double network_bytes_per_us = 0;  ///< per GPU, per direction, across nodes
   double network_latency_us = 0;
   double launch_us = 0;             ///< host cost to issue one op (kernel launch, NCCL call)
+  double event_us = 0;              ///< host cost to record an event or wait on one (0: launch_us)
   int comm_sms = 0;                 ///< SMs a collective kernel occupies
   int p2p_sms = 0;                  ///< SMs a send or recv kernel occupies
   double gemm_efficiency = 1;       ///< achieved fraction of the tensor peak by a large GEMM
@@ -68,13 +69,15 @@ struct machine {
   }
 };
 
-/// `m` computing as profile `p` measured (its SMs, memory rate and, where measured, launch cost).
+/// `m` computing as profile `p` measured (its SMs, memory rate and, where measured, the host's
+/// launch and event costs).
 inline machine with_profile(machine m, std::shared_ptr<const sim::profile> p) {
   if (p) {
     m.sms = p->sms;
     m.memory_bytes_per_us = p->memory_bytes_per_us;
     m.memory_efficiency = 1;
     if (p->launch_us > 0) m.launch_us = p->launch_us;
+    if (p->event_record_us > 0) m.event_us = p->event_record_us;
   }
   m.profile = std::move(p);
   return m;

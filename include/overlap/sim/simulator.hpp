@@ -2,7 +2,8 @@
 /// @file
 /// A discrete-event simulation of one step on a model of the machine (no GPU needed).
 ///
-/// Per rank: a host thread issues ops in program order, paying `machine::launch_us` each, and stops
+/// Per rank: a host thread issues ops in program order, paying `machine::launch_us` each (a record
+/// or wait `machine::event_us`, where the machine says), and stops
 /// at a host sync until what it waits for has finished (everything issued before it, or one
 /// event: the alltoall dispatcher's token counts). Streams map round-robin onto
 /// `cuda_device_max_connections` hardware queues; each queue is FIFO across its streams, so an op
@@ -241,11 +242,13 @@ void for_each_link(const schedule::program& p, const schedule::op& o, int gpus_p
 /// What the event loop itself reads of the machine (the cost model reads the rest), and its
 /// clocks, which scale every compute cost.
 inline void check_machine(const machine& m) {
-  if (m.sms < 1 || m.comm_sms < 0 || m.p2p_sms < 0 || !std::isfinite(m.launch_us) || m.launch_us < 0)
+  if (m.sms < 1 || m.comm_sms < 0 || m.p2p_sms < 0 || !std::isfinite(m.launch_us) || m.launch_us < 0 ||
+      !std::isfinite(m.event_us) || m.event_us < 0)
     throw std::invalid_argument("simulate: the machine needs sms >= 1, comm_sms and p2p_sms >= 0 and a finite "
-                                "launch_us >= 0 (it has sms " + std::to_string(m.sms) + ", comm_sms " +
+                                "launch_us and event_us >= 0 (it has sms " + std::to_string(m.sms) + ", comm_sms " +
                                 std::to_string(m.comm_sms) + ", p2p_sms " + std::to_string(m.p2p_sms) +
-                                ", launch_us " + std::to_string(m.launch_us) + ")");
+                                ", launch_us " + std::to_string(m.launch_us) + ", event_us " +
+                                std::to_string(m.event_us) + ")");
   const auto clock = [](double mhz) { return std::isfinite(mhz) && mhz >= 0; };
   if (!clock(m.benchmark_clock_mhz) || !clock(m.sustained_clock_mhz))
     throw std::invalid_argument("simulate: the machine's benchmark_clock_mhz and sustained_clock_mhz must be finite "
@@ -439,6 +442,7 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
   const machine& m = cost.machine();
   const int connections = std::max(1, opt.cuda_device_max_connections);
   detail::check_machine(m);  // before the set-up asks the cost model of it
+  const double event_us = m.event_us > 0 ? m.event_us : m.launch_us;  // a record's or wait's host cost
 
   // Each rank is checked, ordered and set up in one pass over its ops (build_rank), which also
   // lists its communication ops for the rendezvous matching.
@@ -747,7 +751,7 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
             s.start = s.end = rs.host_time;
             finish(rs, i);
           } else {
-            rs.host_time += m.launch_us;
+            rs.host_time += s.kind == op_kind::record || s.kind == op_kind::wait ? event_us : m.launch_us;
             s.start = rs.host_time;  // its issue time till it starts
             s.now = state::issued;
             examine(rs, s.queue);
