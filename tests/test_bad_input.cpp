@@ -313,6 +313,46 @@ TEST_CASE("simulate: what verify's structure check rejects is an invalid_argumen
   CHECK_THROWS_WITH_AS((void)sim::lower_bound(nan, h100), doctest::Contains("non-finite"), std::invalid_argument);
 }
 
+TEST_CASE("a GEMM shape out of range and key fields out of range are refused by every backend, by name") {
+  // GEMMs beyond 2^31 a side overflowed the cost model's tile count (m = n = 2^40, k = 128), or its
+  // rounding (m = INT64_MAX); m = -128 passed as a GEMM; a coordinate of -7 or INT_MIN, a slot that
+  // is no TP GEMM or no op type at all passed verify (and op_type(250) as a slot was named as the
+  // op's type).
+  const sim::cost_model h100(sim::h100_node());
+  struct bad_case {
+    const char* what;
+    void (*apply)(sc::op&);
+    const char* message;
+  };
+  const bad_case cases[] = {
+      {"2^40 x 2^40 x 128", [](sc::op& o) { o.gemm = {std::int64_t{1} << 40, std::int64_t{1} << 40, 128, 1}; },
+       "GEMM shape 1099511627776 x 1099511627776 x 128 in 1 group(s)"},
+      {"INT64_MAX", [](sc::op& o) { o.gemm = {std::numeric_limits<std::int64_t>::max(), 128, 128, 1}; },
+       "GEMM shape 9223372036854775807 x 128 x 128"},
+      {"m = -128", [](sc::op& o) { o.gemm = {-128, 128, 128, 1}; }, "GEMM shape -128 x 128 x 128"},
+      {"k = 0 alone", [](sc::op& o) { o.gemm = {128, 128, 0, 1}; }, "all 0 (none) or all in 1..2^31"},
+      {"no group", [](sc::op& o) { o.gemm = {128, 128, 128, 0}; }, "groups in 1..2^31"},
+      {"layer -7", [](sc::op& o) { o.key.at.layer = -7; }, "key coordinate l is -7"},
+      {"micro-batch INT_MIN", [](sc::op& o) { o.key.at.micro_batch = INT_MIN; },
+       "key coordinate mb is -2147483648"},
+      {"slot dp_grad_reduce", [](sc::op& o) { o.key.slot = sc::op_type::dp_grad_reduce; },
+       "slot dp_grad_reduce is not a GEMM of a TP layer"},
+      {"slot 250", [](sc::op& o) { o.key.slot = static_cast<sc::op_type>(250); }, "slot 250 is no op type"},
+  };
+  for (const bad_case& c : cases) {
+    CAPTURE(c.what);
+    auto step = pair_step();
+    c.apply(step[0].ops[0]);
+    CHECK(findings(step).find(c.message) != std::string::npos);
+    CHECK(simulate_error(step, h100).find(c.message) != std::string::npos);
+  }
+  // In range, the largest shape simulates: 2^31 a side.
+  auto largest = pair_step();
+  largest[0].ops[0].gemm = {std::int64_t{1} << 31, std::int64_t{1} << 31, std::int64_t{1} << 31, 1};
+  CHECK(findings(largest).empty());
+  CHECK(simulate_error(largest, h100).empty());
+}
+
 TEST_CASE("structure_check: its quick test passes no op that the rule-by-rule check finds a problem with") {
   // A program with every kind of op (an NCCL group, events, host syncs), of which each round breaks
   // one or two fields of random ops (values out of range, negative, non-finite, or valid but
@@ -347,7 +387,10 @@ TEST_CASE("structure_check: its quick test passes no op that the rule-by-rule ch
     for (int change = 0; change < 1 + static_cast<int>(next(2)); ++change) {
       sc::op& o = p.ops[next(p.ops.size())];
       const int v = ints[next(std::size(ints))];
-      switch (next(13)) {
+      const std::int64_t sizes[] = {0, 1, 4096, -128, std::int64_t{1} << 31, (std::int64_t{1} << 31) + 1,
+                                    std::numeric_limits<std::int64_t>::max()};
+      const auto size = [&] { return sizes[next(std::size(sizes))]; };
+      switch (next(17)) {
         case 0: o.kind = static_cast<sc::op_kind>(next(9)); break;
         case 1: o.stream = v; break;
         case 2: o.comm = v; break;
@@ -360,6 +403,10 @@ TEST_CASE("structure_check: its quick test passes no op that the rule-by-rule ch
         case 9: o.coll = static_cast<sc::collective>(next(6)); break;
         case 10: o.key.type = static_cast<sc::op_type>(next(sc::op_type_count + 2)); break;
         case 11: o.reads.push_back(v); break;
+        case 12: o.gemm = {size(), size(), size(), next(2) ? 1 : size()}; break;
+        case 13: o.key.slot = static_cast<sc::op_type>(next(sc::op_type_count + 2)); break;
+        case 14: o.key.at.layer = next(2) ? v : INT_MIN; break;
+        case 15: o.key.at.split = -1 - static_cast<int>(next(3)); break;
         default: p.num_events = v; break;
       }
     }

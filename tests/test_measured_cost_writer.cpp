@@ -106,3 +106,28 @@ TEST_CASE("the writer rejects a time count that is not the program's, and names 
   CHECK_THROWS_WITH_AS(sim::write_measured_costs("no_such_directory/costs.json", p, times),
                        "write_measured_costs: cannot write no_such_directory/costs.json", std::runtime_error);
 }
+
+TEST_CASE("the writer refuses a program whose keys the reader would refuse or read as other ops'") {
+  // An op of type 200 was written as "invalid op type l1 mb0", which the reader refuses; one of
+  // layer -7 as "fc1_fprop mb0", which the reader applies to every fc1_fprop of that micro-batch.
+  sc::program p = program();
+  p.ops[0].key.type = static_cast<op_type>(200);
+  CHECK(invalid(p, times) == "measured_cost_document: rank 3, op 0: op type 200 does not exist; the program is not "
+                             "one the measured-cost reader can match (1 problem(s) in all)");
+  p = program();
+  p.ops[1].key.at.layer = -7;
+  CHECK(invalid(p, times).find("op 1: key coordinate l is -7") != std::string::npos);
+}
+
+TEST_CASE("a pattern with a control character is reported whole, the character escaped") {
+  const std::string bad("fc1\0_fprop l3", 13);
+  json doc = {{"compute_us", {{bad, 1.0}, {"no_such_type", 2.0}}}};
+  std::string what;
+  try {
+    const sim::measured_cost_model model(sim::h100_node(), doc);
+  } catch (const std::invalid_argument& e) {
+    what = e.what();
+  }
+  CHECK(what.find("fc1\\x00_fprop") != std::string::npos);
+  CHECK(what.find("no_such_type") != std::string::npos);  // the message goes on past the NUL
+}

@@ -194,6 +194,19 @@ TEST_CASE("program structure is read by the shared semantics, each rule under it
   p.ops[3].bytes = -2;
   CHECK(only(p).find("op 3 'dp_param_gather b0' (all_gather on 'dp', stream 1): [EXEC-SIZE] negative or non-finite "
                      "size") != std::string::npos);
+
+  p = base;
+  p.ops[0].gemm = {-128, 128, 128, 1};
+  CHECK(only(p).find("op 0 'fc2_dgrad l3 mb1' (compute, stream 0): [EXEC-SIZE] GEMM shape -128 x 128 x 128") !=
+        std::string::npos);
+
+  p = base;
+  p.ops[0].key.slot = static_cast<op_type>(250);  // named as the slot, not as the op's type
+  CHECK(only(p).find("(compute, stream 0): [EXEC-KEY] slot 250 is no op type; fix the program") != std::string::npos);
+
+  p = base;
+  p.ops[0].key.at.layer = -7;
+  CHECK(only(p).find("[EXEC-KEY] key coordinate l is -7") != std::string::npos);
 }
 
 TEST_CASE("every problem is listed: the program's own first, then what the trainer supplied, in issue order") {
@@ -214,6 +227,15 @@ TEST_CASE("every problem is listed: the program's own first, then what the train
         "  rank 3, op 4 'attn_core_bprop l3' (compute, stream 0): [EXEC-KERNEL] no kernel for op type "
         "'attn_core_bprop' (1 op, the first 'attn_core_bprop l3'); add cuda::on<op_type::attn_core_bprop>(...) to "
         "kernels_for, or set resources.kernels[op_type::attn_core_bprop]");
+}
+
+TEST_CASE("a provider that gives an op no memory is named so, not as a dtype problem") {
+  const sc::program p = two_rank_program();
+  const auto comms = comms_for(p);
+  const auto r = edit_buffers(supply(p, comms), [](const sc::op&, buffer& b) { b = buffer{}; });
+  CHECK(rejection(p, r).find("op 3 'dp_param_gather b0' (all_gather on 'dp', stream 1): [EXEC-BUFFER] the provider "
+                             "gave the op no memory (an empty buffer); the op needs 64 send and 128 recv bytes") !=
+        std::string::npos);
 }
 
 TEST_CASE("lending streams: one per program stream or none") {

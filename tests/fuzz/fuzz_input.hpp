@@ -141,8 +141,8 @@ inline overlap::schedule::workload decode_workload(byte_reader& in) {
   return w;
 }
 
-/// A step of 1..4 small programs: indices mostly in range, sometimes not; sizes mostly small,
-/// sometimes negative, huge or not finite.
+/// A step of 1..4 small programs: indices mostly in range, sometimes not; sizes, GEMM shapes and
+/// key coordinates mostly small, sometimes negative, huge or not finite.
 inline std::vector<overlap::schedule::program> decode_step(byte_reader& in) {
   namespace sc = overlap::schedule;
   std::vector<sc::program> step(1 + in.next<std::uint8_t>() % 4);
@@ -194,6 +194,19 @@ inline std::vector<overlap::schedule::program> decode_step(byte_reader& in) {
       const auto buffers = in.next<std::uint8_t>();
       if (buffers & 1) o.reads.push_back(small(static_cast<int>(p.buffers.size())));
       if (buffers & 2) o.writes.push_back(small(static_cast<int>(p.buffers.size())));
+      // Key coordinates and slots mostly as generated, sometimes out of range; GEMM shapes mostly
+      // none or realistic, sometimes negative, beyond any GPU, mixed with zeros or with no group.
+      const auto key = in.next<std::uint8_t>();
+      if (key % 8 == 0) o.key.at.layer = key % 16 == 0 ? std::numeric_limits<int>::min() : -7;
+      if (key % 8 == 1) o.key.at.chunk = small(2), o.key.at.bucket = small(2), o.key.at.split = small(4);
+      if (key % 8 == 2) o.key.slot = static_cast<sc::op_type>(in.next<std::uint8_t>());
+      if (key % 8 == 3) o.key.slot = sc::op_type::fc1_fprop;
+      const auto shape = in.next<std::uint8_t>();
+      static constexpr std::int64_t sizes[] = {0, 1, 128, 4096, -128, std::int64_t{1} << 31, std::int64_t{1} << 40,
+                                               std::numeric_limits<std::int64_t>::max()};
+      if (shape % 4 == 1) o.gemm = {4096, 4096, 1024 << (shape % 5), 1};
+      if (shape % 4 == 2)
+        o.gemm = {sizes[(shape >> 2) % 8], sizes[(shape >> 3) % 8], sizes[(shape >> 4) % 8], sizes[(shape >> 5) % 8]};
       p.ops.push_back(o);
     }
   }

@@ -336,6 +336,7 @@ class basic_executor {
       case schedule::structure_rule::group: return "EXEC-GROUP";
       case schedule::structure_rule::buffer: return "EXEC-DATA";
       case schedule::structure_rule::size: return "EXEC-SIZE";
+      case schedule::structure_rule::key: return "EXEC-KEY";
     }
     return "EXEC-PROGRAM";
   }
@@ -443,20 +444,8 @@ class basic_executor {
   template <class Problem>
   void check_buffer(int i, const schedule::op& o, const buffer& b, Problem& problem) const {
     const int n = shapes_[static_cast<std::size_t>(o.comm)].size;
-    const std::int64_t element = static_cast<std::int64_t>(Api::element_size(b.dtype));
-    if (element <= 0) {
-      problem(i, "[EXEC-BUFFER] the op's buffer has a dtype of unknown size; use an NCCL dtype");
-      return;
-    }
     const bool split = o.kind == schedule::op_kind::collective && o.coll != schedule::collective::all_reduce;
     const std::int64_t part = split ? o.bytes / n : o.bytes;
-    if (o.bytes <= 0 || (split && o.bytes % n != 0) || part % element != 0) {
-      problem(i, "[EXEC-BUFFER] " + std::to_string(o.bytes) + " bytes" +
-                     (split ? " in " + std::to_string(n) + " equal parts" : std::string()) +
-                     " is not a whole number of " + std::to_string(element) + "-byte elements; fix the "
-                     "op's size or the buffer's dtype");
-      return;
-    }
     std::int64_t send_needed = 0, recv_needed = 0;
     switch (o.kind) {
       case schedule::op_kind::send: send_needed = o.bytes; break;
@@ -468,6 +457,23 @@ class basic_executor {
           case schedule::collective::all_reduce:
           case schedule::collective::all_to_all: send_needed = o.bytes, recv_needed = o.bytes; break;
         }
+    }
+    if (b.send == nullptr && b.recv == nullptr && b.send_bytes == 0 && b.recv_bytes == 0) {
+      problem(i, "[EXEC-BUFFER] the provider gave the op no memory (an empty buffer); the op needs " +
+                     std::to_string(send_needed) + " send and " + std::to_string(recv_needed) + " recv bytes");
+      return;
+    }
+    const std::int64_t element = static_cast<std::int64_t>(Api::element_size(b.dtype));
+    if (element <= 0) {
+      problem(i, "[EXEC-BUFFER] the op's buffer has a dtype of unknown size; use an NCCL dtype");
+      return;
+    }
+    if (o.bytes <= 0 || (split && o.bytes % n != 0) || part % element != 0) {
+      problem(i, "[EXEC-BUFFER] " + std::to_string(o.bytes) + " bytes" +
+                     (split ? " in " + std::to_string(n) + " equal parts" : std::string()) +
+                     " is not a whole number of " + std::to_string(element) + "-byte elements; fix the "
+                     "op's size or the buffer's dtype");
+      return;
     }
     const auto side = [&](const char* which, const void* pointer, std::int64_t capacity, std::int64_t needed) {
       if (needed == 0) return;

@@ -137,6 +137,17 @@ constexpr std::string_view to_string(op_type t) {
 constexpr op_kind kind_of(op_type t) { return detail::info(t).kind; }
 /// The family whose communication an op of type `t` is (none for compute).
 constexpr family family_of(op_type t) { return detail::info(t).family; }
+/// Whether `t` is one of the twelve GEMMs of a tensor-parallel layer (qkv, proj, fc1 and fc2,
+/// forward, input and weight gradient): what a TP communication op's `slot` may name.
+constexpr bool is_tp_gemm(op_type t) {
+  switch (t) {
+    case op_type::qkv_fprop: case op_type::qkv_dgrad: case op_type::qkv_wgrad:
+    case op_type::proj_fprop: case op_type::proj_dgrad: case op_type::proj_wgrad:
+    case op_type::fc1_fprop: case op_type::fc1_dgrad: case op_type::fc1_wgrad:
+    case op_type::fc2_fprop: case op_type::fc2_dgrad: case op_type::fc2_wgrad: return true;
+    default: return false;
+  }
+}
 /// The type called `name`, if any.
 constexpr std::optional<op_type> op_type_named(std::string_view name) {
   for (std::size_t i = 0; i < op_type_count; ++i)
@@ -233,13 +244,29 @@ struct key_pattern {
   }
 };
 
-/// Reads a pattern; on failure returns nullopt and says why in `error`.
+namespace detail {
+/// `text` with each control character written as \xHH: a message that quotes input stays whole
+/// (a NUL would end it where it is read as a C string).
+inline std::string printable(std::string_view text) {
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string out;
+  for (const char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u >= 0x20 && u != 0x7f) out += c;
+    else ((out += "\\x") += hex[u >> 4]) += hex[u & 15];
+  }
+  return out;
+}
+}  // namespace detail
+
+/// Reads a pattern; on failure returns nullopt and says why in `error` (control characters of
+/// the text written as \xHH).
 inline std::optional<key_pattern> parse_key_pattern(std::string_view text, std::string& error) {
   key_pattern p;
   bool first = true;
   std::size_t pos = 0;
   const auto fail = [&](std::string why) {
-    ((((error = '"') += text) += "\": ") += why);
+    error = detail::printable(((std::string("\"") += text) += "\": ") += why);
     return std::nullopt;
   };
   while (pos < text.size()) {

@@ -66,9 +66,19 @@ struct buffer {
 ///   hidden size (fc1 is k -> 2n, fc2 n -> k; their backward the same products transposed);
 /// - core attention (`attn_core_fprop`, `attn_core_bprop`): groups = micro-batch size x heads
 ///   on this rank, m = n = the sequence, k = the head size (the scores Q K^T, causal).
+///
+/// Each size is at most `most`: the largest GEMMs trained today are four orders of magnitude
+/// smaller, and within it a cost model's tile counts and flops cannot overflow.
 struct gemm_shape {
   std::int64_t m = 0, n = 0, k = 0;
   std::int64_t groups = 1;
+  static constexpr std::int64_t most = std::int64_t{1} << 31;
+  /// Every size of m, n and k in 0..most, all of them 0 (no problem) or none, groups in 1..most.
+  constexpr bool valid() const {
+    const auto within = [](std::int64_t v) { return static_cast<std::uint64_t>(v) <= static_cast<std::uint64_t>(most); };
+    return within(m) && within(n) && within(k) && (m == 0) == (n == 0) && (n == 0) == (k == 0) && groups >= 1 &&
+           groups <= most;
+  }
   friend constexpr bool operator==(const gemm_shape&, const gemm_shape&) = default;
 };
 

@@ -5,7 +5,8 @@
 ///
 /// - Structure (`structure_problems`): the indices an op names exist, its kind fits its type, a
 ///   wait (and an event's host sync) follows a record of its event, a group's members are consecutive communication ops on
-///   one stream, sizes are finite and not negative.
+///   one stream, sizes are finite and not negative, a GEMM shape is in range (`gemm_shape::valid`),
+///   key coordinates are -1 or more and a slot names a TP GEMM.
 /// - Order on one rank (`rank_order`): an op follows the previous op of its stream and, for
 ///   communication, the previous op of its communicator (stream FIFO, communicator FIFO); a wait
 ///   follows the latest record of its event before it; everything after a host sync follows it,
@@ -45,7 +46,8 @@ enum class structure_rule : std::uint8_t {
   wait_order,  ///< a wait before any record of its event
   group,       ///< group members not consecutive, not on one stream, or not communication
   buffer,      ///< buffer index out of range
-  size         ///< negative or non-finite bytes or flops
+  size,        ///< negative or non-finite bytes or flops, or a GEMM shape out of range
+  key          ///< a key coordinate below -1, or a slot that is not a TP GEMM
 };
 
 struct structure_problem {
@@ -134,10 +136,22 @@ class structure_check {
       bad(i, structure_rule::kind, "op kind " + std::to_string(static_cast<int>(o.kind)) + " does not exist");
       return false;
     }
-    if (!is_valid(o.key.type) || !is_valid(o.key.slot)) {
+    if (!is_valid(o.key.type)) {
       bad(i, structure_rule::kind, "op type " + std::to_string(static_cast<int>(o.key.type)) + " does not exist");
       return false;
     }
+    if (!is_valid(o.key.slot)) {
+      bad(i, structure_rule::key, "slot " + std::to_string(static_cast<int>(o.key.slot)) + " is no op type");
+      return false;
+    }
+    if (o.key.slot != op_type::none && !is_tp_gemm(o.key.slot))
+      bad(i, structure_rule::key,
+          "slot " + std::string(to_string(o.key.slot)) + " is not a GEMM of a TP layer (qkv, proj, fc1, fc2)");
+    for (const auto& f : detail::key_fields)
+      if (o.key.at.*f.member < -1)
+        bad(i, structure_rule::key,
+            "key coordinate " + std::string(f.prefix) + " is " + std::to_string(o.key.at.*f.member) +
+                "; a coordinate is >= 0, or -1 where it does not apply");
     if (o.key.type != op_type::none && kind_of(o.key.type) != o.kind)
       bad(i, structure_rule::kind,
           std::string(to_string(o.key.type)) + " runs as " + std::string(to_string(kind_of(o.key.type))) +
@@ -151,6 +165,11 @@ class structure_check {
       bad(i, structure_rule::size, "negative or non-finite size (bytes " + std::to_string(o.bytes) +
                                        ", memory bytes " + std::to_string(o.memory_bytes) + ", flops " +
                                        std::to_string(o.flops) + ")");
+    if (!o.gemm.valid())
+      bad(i, structure_rule::size,
+          "GEMM shape " + std::to_string(o.gemm.m) + " x " + std::to_string(o.gemm.n) + " x " +
+              std::to_string(o.gemm.k) + " in " + std::to_string(o.gemm.groups) +
+              " group(s): m, n and k are all 0 (none) or all in 1..2^31, groups in 1..2^31");
     if (is_communication(o.kind)) {
       if (!in(o.comm, position_.size())) {
         bad(i, structure_rule::comm, "communicator " + std::to_string(o.comm) + " does not exist");
@@ -209,8 +228,11 @@ class structure_check {
     if (static_cast<unsigned>(o.kind) > static_cast<unsigned>(op_kind::host_sync) || !is_valid(o.key.type) ||
         !is_valid(o.key.slot) || o.group >= 0)
       return false;
+    const location& at = o.key.at;
     bool fine = (o.key.type == op_type::none || kind_of(o.key.type) == o.kind) && (o.bytes | o.memory_bytes) >= 0 &&
                 o.flops >= 0 && o.flops < std::numeric_limits<double>::infinity() &&  // NaN fails both
+                o.gemm.valid() && (o.key.slot == op_type::none || is_tp_gemm(o.key.slot)) &&
+                std::min({at.layer, at.micro_batch, at.chunk, at.bucket, at.split}) >= -1 &&
                 all_below(o.reads, buffers_) && all_below(o.writes, buffers_);
     if (o.kind != op_kind::host_sync) fine = fine && in(o.stream, streams_);
     switch (o.kind) {

@@ -151,10 +151,10 @@ class cost_model {
   static bool core_attention(schedule::op_type t) {
     return t == schedule::op_type::attn_core_fprop || t == schedule::op_type::attn_core_bprop;
   }
-  /// Whether the op's matrix problem is there (every size > 0, at least one group).
-  static bool has_problem(const schedule::op& o) {
-    return o.gemm.m > 0 && o.gemm.n > 0 && o.gemm.k > 0 && o.gemm.groups > 0;
-  }
+  /// Whether the op's matrix problem is there (every size > 0 and in range: the simulator's
+  /// structure check refuses one that is not; a caller that asks the model directly about such an
+  /// op gets its flops' time).
+  static bool has_problem(const schedule::op& o) { return o.gemm.m > 0 && o.gemm.valid(); }
   /// Whether the op is one dense GEMM: a problem of one group, not routed experts or attention.
   static bool dense_gemm(const schedule::op& o) {
     return has_problem(o) && o.gemm.groups == 1 && !routed_experts(o.key.type) && !core_attention(o.key.type);

@@ -26,6 +26,7 @@
 #include <nlohmann/json.hpp>
 
 #include <overlap/program/program.hpp>
+#include <overlap/program/semantics.hpp>
 
 namespace overlap::sim {
 
@@ -40,14 +41,22 @@ enum class measured_entries : std::uint8_t {
 };
 
 /// The measured-cost document for `p` with `us[i]` microseconds for `p.ops[i]`. Throws one
-/// std::invalid_argument naming the first bad value: not one time per op, or a time (of any op,
-/// timed or not) that is not finite or is negative.
+/// std::invalid_argument naming the first bad value: not one time per op, a time (of any op,
+/// timed or not) that is not finite or is negative, or a program the structure check refuses
+/// (program/semantics.hpp: an op type or slot that does not exist, a coordinate below -1): its
+/// keys would be written as names the reader refuses, or reads as another op's.
 inline nlohmann::json measured_cost_document(const schedule::program& p, std::span<const double> us,
                                              measured_entries entries = measured_entries::per_op) {
   const std::string source = "measured_cost_document: rank " + std::to_string(p.rank);
   if (us.size() != p.ops.size())
     throw std::invalid_argument(source + ": " + std::to_string(us.size()) + " times for a program of " +
                                 std::to_string(p.ops.size()) + " ops; give one time per op, in program order");
+  if (const auto problems = schedule::structure_problems(p); !problems.empty()) {
+    const schedule::structure_problem& first = problems.front();
+    throw std::invalid_argument(source + (first.op >= 0 ? ", op " + std::to_string(first.op) : std::string()) + ": " +
+                                first.text + "; the program is not one the measured-cost reader can match (" +
+                                std::to_string(problems.size()) + " problem(s) in all)");
+  }
   struct mean {
     double sum = 0;
     int count = 0;
