@@ -131,3 +131,16 @@ TEST_CASE("a pattern with a control character is reported whole, the character e
   CHECK(what.find("fc1\\x00_fprop") != std::string::npos);
   CHECK(what.find("no_such_type") != std::string::npos);  // the message goes on past the NUL
 }
+
+TEST_CASE("the writer refuses entries the reader would refuse as ties") {
+  // fc1_fprop of layer 3 (no micro-batch) and of micro-batch 0 (no layer): as patterns both match
+  // "fc1_fprop l3 mb0".
+  sc::program p = program();
+  p.ops[0].key.at = {.layer = 3};
+  p.ops[1].key.at = {.micro_batch = 0};
+  const std::string why = invalid(p, times);
+  CHECK(why.find("measured_cost_document: rank 3: its ops' display names do not tell them apart") == 0);
+  CHECK(why.find("both match \"fc1_fprop l3 mb0\"") != std::string::npos);
+  // Per op type there is nothing to tell apart.
+  CHECK_NOTHROW((void)sim::measured_cost_document(p, times, sim::measured_entries::per_type));
+}

@@ -1,7 +1,10 @@
 // libFuzzer target: bytes are a measured-cost document. from_file() throws only its documented
 // errors (std::runtime_error for non-JSON text, std::invalid_argument for bad entries, a number
 // beyond a double included); the constructor, on what nlohmann parses, throws
-// std::invalid_argument or gives a model whose times are finite and not negative.
+// std::invalid_argument or gives a model whose times are finite and not negative. Bytes that
+// start with '#' are a decoded program instead (fuzz_input.hpp) with a time per op: the writer
+// refuses it with std::invalid_argument or writes a document the reader accepts, in which every
+// op the writer timed reads back its own time.
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -12,9 +15,47 @@
 #include <unistd.h>
 
 #include <overlap/sim/measured_cost.hpp>
+#include <overlap/sim/measured_cost_writer.hpp>
+
+#include "fuzz_input.hpp"
+
+namespace {
+/// The writer's round trip (see the top).
+void round_trip(const std::uint8_t* data, std::size_t size) {
+  namespace sc = overlap::schedule;
+  fuzz::byte_reader in(data, size);
+  const auto step = fuzz::decode_step(in);
+  const sc::program& p = step.front();
+  std::vector<double> us(p.ops.size());
+  for (double& t : us) t = static_cast<double>(in.next<std::uint16_t>()) / 4;  // distinct-ish, >= 0
+  nlohmann::json doc;
+  try {
+    doc = overlap::sim::measured_cost_document(p, us);
+  } catch (const std::invalid_argument&) {
+    return;
+  }
+  const overlap::sim::measured_cost_model model(overlap::sim::h100_node(), doc);  // throws: a finding
+  // Ops of one key share the mean of their times; each op reads back its key's.
+  for (std::size_t i = 0; i < p.ops.size(); ++i) {
+    const sc::op& o = p.ops[i];
+    if (o.kind != sc::op_kind::compute && !sc::is_communication(o.kind)) continue;
+    double sum = 0;
+    int count = 0;
+    for (std::size_t j = 0; j < p.ops.size(); ++j)
+      if (p.ops[j].key == o.key && (p.ops[j].kind == sc::op_kind::compute) == (o.kind == sc::op_kind::compute))
+        sum += us[j], ++count;
+    const double got = o.kind == sc::op_kind::compute ? model.compute_us(o, 132) : model.comm_us(o, 2, false);
+    if (std::abs(got - sum / count) > 1e-9 * (1 + sum / count)) std::abort();
+  }
+}
+}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   namespace sc = overlap::schedule;
+  if (size > 0 && data[0] == '#') {
+    round_trip(data + 1, size - 1);
+    return 0;
+  }
   const overlap::sim::machine h100 = overlap::sim::h100_node();
   try {
     // The file reader for one input in eight (files are slow), the constructor for every input.

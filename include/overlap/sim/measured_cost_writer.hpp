@@ -27,6 +27,8 @@
 
 #include <overlap/program/program.hpp>
 #include <overlap/program/semantics.hpp>
+#include <overlap/sim/machine.hpp>
+#include <overlap/sim/measured_cost.hpp>
 
 namespace overlap::sim {
 
@@ -42,9 +44,10 @@ enum class measured_entries : std::uint8_t {
 
 /// The measured-cost document for `p` with `us[i]` microseconds for `p.ops[i]`. Throws one
 /// std::invalid_argument naming the first bad value: not one time per op, a time (of any op,
-/// timed or not) that is not finite or is negative, or a program the structure check refuses
-/// (program/semantics.hpp: an op type or slot that does not exist, a coordinate below -1): its
-/// keys would be written as names the reader refuses, or reads as another op's.
+/// timed or not) that is not finite or is negative, a program the structure check refuses
+/// (program/semantics.hpp: an op type or slot that does not exist, a coordinate below -1: its
+/// keys would be written as names the reader refuses, or reads as another op's), or entries the
+/// reader would refuse as ties.
 inline nlohmann::json measured_cost_document(const schedule::program& p, std::span<const double> us,
                                              measured_entries entries = measured_entries::per_op) {
   const std::string source = "measured_cost_document: rank " + std::to_string(p.rank);
@@ -84,6 +87,17 @@ inline nlohmann::json measured_cost_document(const schedule::program& p, std::sp
   nlohmann::json doc = {{"compute_us", nlohmann::json::object()}, {"comm_us", nlohmann::json::object()}};
   for (const auto& [key, m] : compute) doc["compute_us"][key] = m.sum / m.count;
   for (const auto& [key, m] : comm) doc["comm_us"][key] = m.sum / m.count;
+  // A display name leaves out the coordinates that do not apply, and as a pattern it then matches
+  // any value there: ops of one type keyed with different coordinates ("fc1_fprop l3" and
+  // "fc1_fprop mb0") can write entries the reader refuses as ties. Nothing is written that the
+  // reader would refuse.
+  try {
+    (void)measured_cost_model(h100_node(), doc);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(source + ": its ops' display names do not tell them apart as patterns (keys of one "
+                                         "type that leave out different coordinates); write per op type, or key "
+                                         "the ops alike. The reader says: " + std::string(e.what()));
+  }
   return doc;
 }
 
