@@ -229,3 +229,22 @@ TEST_CASE("fault: a collective whose sequence number is not its place on its com
   CAPTURE(reasons(found, step));
   CHECK(mentions(found, 1, 3, "sequence number 5 on dp where the issue order gives 0"));
 }
+
+TEST_CASE("a buffer is its index: two entries describing one tensor are refused, which hid a race") {
+  // Op 0 writes the activation through buffer 0 on stream 0, op 1 reads it through buffer 1 on
+  // stream 1 with no event between: a race the data-flow check sees only through one index.
+  sc::program p;
+  p.streams = {{sc::stream_role::compute, 0}, {sc::stream_role::tp_comm, 0}};
+  const sc::buffer act{.kind = sc::buffer_kind::activation, .at = {.layer = 1, .micro_batch = 0}};
+  p.buffers = {act, act};
+  p.ops = {{.kind = sc::op_kind::compute, .stream = 0, .writes = {0}},
+           {.kind = sc::op_kind::compute, .stream = 1, .reads = {1}}};
+  const std::string found = ov::verify_report({p});
+  CHECK(found.find("buffer 1 (activation l1 mb0) describes the same tensor as buffer 0; a buffer is its index") !=
+        std::string::npos);
+  // Listed once, the race is found.
+  p.buffers = {act};
+  p.ops[1].reads = {0};
+  CHECK(ov::verify_report({p}).find("reads buffer 0 (activation l1 mb0) without depending on op 0") !=
+        std::string::npos);
+}

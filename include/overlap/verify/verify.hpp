@@ -10,7 +10,12 @@
 /// - an event wait with no earlier record of that event;
 /// - a cycle in the dependency graph (a hang), with the ops on the cycle;
 /// - a read of a buffer that does not depend on the op that wrote it, and a write of a buffer
-///   that does not wait for every earlier reader (reuse before its readers are done).
+///   that does not wait for every earlier reader (reuse before its readers are done);
+/// - two buffers of one program that describe the same tensor: a buffer's identity is its index
+///   in `program::buffers` (what the data-flow checks follow), so each tensor is listed once
+///   (buffers left undescribed, `buffer{}`, are told apart by their index alone).
+///   A read with no write before it is an input of the program (the batch the data loader gives
+///   the first layer, a layer's input where a program holds one family alone): accepted.
 /// Dependencies are what program/semantics.hpp says: the order on each rank (stream and
 /// communicator FIFO, events, host syncs, NCCL groups) and the cross-rank rendezvous of matching
 /// collectives and send/recv pairs. A step generated once per class of symmetric ranks is checked
@@ -18,9 +23,11 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <numeric>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -55,6 +62,15 @@ namespace detail {
 
 using schedule::op_kind;
 
+/// A buffer's description, hashed (two equal descriptions: one tensor).
+struct buffer_hash {
+  std::size_t operator()(const schedule::buffer& b) const {
+    std::uint64_t h = static_cast<std::uint64_t>(b.kind) * 0x9e3779b97f4a7c15ull ^ static_cast<std::uint64_t>(b.of);
+    for (const int v : {b.at.layer, b.at.micro_batch, b.at.chunk, b.at.bucket, b.at.split, int{b.expert}})
+      h = (h ^ static_cast<std::uint32_t>(v)) * 0x100000001b3ull;
+    return static_cast<std::size_t>(h ^ (h >> 31));
+  }
+};
 
 /// Successor lists of a graph's nodes in one array: node n's are to[begin[n] .. begin[n + 1]).
 struct adjacency {
@@ -271,6 +287,18 @@ inline std::vector<finding> verify_step(const std::vector<schedule::program>& pr
     const auto buffer_name = [&](int b) {
       return "buffer " + std::to_string(b) + " (" + schedule::display_name(p.buffers[static_cast<std::size_t>(b)]) + ")";
     };
+    // A buffer is its index: two indices that describe one tensor would hide every hazard
+    // between an op that writes through one and an op that reads through the other. Buffers left
+    // undescribed (`buffer{}`) are told apart by their index alone.
+    std::unordered_map<schedule::buffer, std::size_t, detail::buffer_hash> first_index;
+    for (std::size_t b = 0; b < p.buffers.size(); ++b) {
+      if (p.buffers[b] == schedule::buffer{}) continue;
+      const auto [it, added] = first_index.try_emplace(p.buffers[b], b);
+      if (!added)
+        out.push_back({p.rank, -1,
+                       buffer_name(static_cast<int>(b)) + " describes the same tensor as buffer " +
+                           std::to_string(it->second) + "; a buffer is its index: list it once and name that index"});
+    }
     for (std::size_t i = 0; i < p.ops.size(); ++i) {
       const schedule::op& o = p.ops[i];
       for (const int b : o.reads) {
