@@ -4,6 +4,7 @@
 // class.
 #include <doctest/doctest.h>
 
+#include <chrono>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -238,4 +239,19 @@ TEST_CASE("traces of a class simulation show one representative per class, with 
   std::size_t labels = 0;
   for (std::size_t at = 0; (at = svg.str().find("(class of 4) ", at)) != std::string::npos; ++at) ++labels;
   CHECK(labels == rows);
+}
+
+TEST_CASE("the classes of the largest layout (131,072 ranks) are found in linear time and memory") {
+  // L-5's bound with dp 32,768: each rank's key once held every dp member's class, and each
+  // representative searched its dp group per member (minutes, then bad_alloc past 8 GB).
+  ov::settings s = settings_of({"tp2 pp2 dp32768", 2, 2, 1, 32768, 0, 8, true});
+  const auto start = std::chrono::steady_clock::now();
+  const sc::rank_classes c = sc::symmetric_classes(s, ov::derive(s), workload_of({"", 2, 2, 1, 32768, 0, 8, true}), 8);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  CHECK(c.world() == 131072);
+  CHECK(c.representatives().size() == 4);  // tp position x stage
+  CHECK(seconds < 10);
+  // The same classes as the same layout at a size the old refinement handled: one per tp
+  // position and stage, represented by data-parallel replica 0.
+  for (const int rep : c.representatives()) CHECK(rep % (2 * 32768) < 2);
 }
