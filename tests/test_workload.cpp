@@ -174,3 +174,17 @@ TEST_CASE("a workload that disagrees with the settings is refused, every problem
   CHECK_THROWS_WITH_AS(moe::schedule::generate(w), doctest::Contains("moe_router_topk (9) must be in 1..num_moe_experts (8)"),
                        std::invalid_argument);
 }
+
+TEST_CASE("sizes far beyond what the planner was made for are named with their bound") {
+  sc::workload w;
+  CHECK(sc::beyond_planned(w).empty());
+  w.seq_length = 2'000'000'000;
+  w.hidden_size = 1 << 17;
+  const auto lines = sc::beyond_planned(w);
+  REQUIRE(lines.size() == 2);
+  CHECK(lines[0].find("seq_length = 2000000000 is far beyond what the planner was made for (at most 1048576)") == 0);
+  CHECK(lines[1].find("hidden_size = 131072") == 0);
+  w = {};
+  w.seq_length = 1 << 20;  // the bound itself is within
+  CHECK(sc::beyond_planned(w).empty());
+}

@@ -366,11 +366,15 @@ std::string machine_label(const cli& args, const ov::sim::machine& m) {
   return args.machine + " node, compute from " + args.profile + " (" + m.profile->gpu + ")";
 }
 
+/// Refuses a config without the model's sizes; warns of sizes far beyond what the planner was
+/// made for (schedule::beyond_planned).
 void require_workload(const overlap_plan::bridge_config& c) {
-  if (c.missing_workload.empty()) return;
-  std::string list;
-  for (const std::string& m : c.missing_workload) (list += list.empty() ? "" : ", ") += m;
-  throw input_error("the simulator needs the model's sizes and the batch; the config lacks " + list);
+  if (!c.missing_workload.empty()) {
+    std::string list;
+    for (const std::string& m : c.missing_workload) (list += list.empty() ? "" : ", ") += m;
+    throw input_error("the simulator needs the model's sizes and the batch; the config lacks " + list);
+  }
+  for (const std::string& w : ov::schedule::beyond_planned(c.workload)) std::cerr << "overlap-plan: warning: " << w << '\n';
 }
 
 json family_json(const ov::sim::per_family& v) {

@@ -10,7 +10,11 @@
 /// `moe_shared_expert_intermediate_size`). The embedding sits on the first pipeline stage, the
 /// final norm, output layer and loss on the last.
 
+#include <array>
 #include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
 
 namespace overlap::schedule {
 
@@ -61,5 +65,37 @@ struct workload {
     return 2.0 * static_cast<double>(tokens()) * seq_length * static_cast<double>(query_width());
   }
 };
+
+/// The sizes the planner was made for: about eight times the largest of each trained today (a
+/// million-token context, hidden 64 Ki). Beyond them a step still generates and simulates (every
+/// measured cost held at the edge of what was measured), but the result is an extrapolation far
+/// past any measurement, which `beyond_planned` says.
+struct workload_bound {
+  std::string_view field;
+  int workload::*member;
+  std::int64_t most;
+};
+inline constexpr std::array<workload_bound, 9> planned_bounds{{
+    {"num_layers", &workload::num_layers, 1024},
+    {"micro_batches", &workload::micro_batches, 65536},
+    {"seq_length", &workload::seq_length, 1 << 20},
+    {"micro_batch_size", &workload::micro_batch_size, 1024},
+    {"hidden_size", &workload::hidden_size, 1 << 16},
+    {"ffn_hidden_size", &workload::ffn_hidden_size, 1 << 18},
+    {"num_attention_heads", &workload::num_attention_heads, 1024},
+    {"vocab_size", &workload::vocab_size, 1 << 21},
+    {"moe_ffn_hidden_size", &workload::moe_ffn_hidden_size, 1 << 18},
+}};
+
+/// One line per size of `w` beyond `planned_bounds` (none: every size within them).
+inline std::vector<std::string> beyond_planned(const workload& w) {
+  std::vector<std::string> out;
+  for (const workload_bound& b : planned_bounds)
+    if (w.*b.member > b.most)
+      out.push_back(std::string(b.field) + " = " + std::to_string(w.*b.member) + " is far beyond what the planner "
+                    "was made for (at most " + std::to_string(b.most) + "): every cost below is extrapolated past "
+                    "any measurement");
+  return out;
+}
 
 }  // namespace overlap::schedule
