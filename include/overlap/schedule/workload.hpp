@@ -70,9 +70,10 @@ struct workload {
 /// million-token context, hidden 64 Ki). Beyond them a step still generates and simulates (every
 /// measured cost held at the edge of what was measured), but the result is an extrapolation far
 /// past any measurement, which `beyond_planned` says.
+using workload_size = int workload::*;  // an alias: nvcc's front end parenthesizes a bare member pointer
 struct workload_bound {
   std::string_view field;
-  int workload::*member;
+  workload_size member;
   std::int64_t most;
 };
 inline constexpr std::array<workload_bound, 9> planned_bounds{{
