@@ -554,3 +554,19 @@ TEST_CASE("measured costs: each bad entry is reported with its JSON path") {
                        std::invalid_argument);
   std::remove(path.c_str());
 }
+
+TEST_CASE("compose_step: a workload whose matrix problems pass 2^31 a side is refused by name") {
+  // The compose_step fuzzer generated a qkv weight gradient of 8 x 4,026,532,080 x 64 from a valid
+  // workload, which the structure check then refused: the generator refuses it first.
+  sc::workload w = small();
+  w.num_attention_heads = 8;
+  w.kv_channels = 1 << 28;  // a qkv width of 8 x 2^28 + 2 x 8 x 2^28
+  CHECK(compose_error(dense_pp2::settings, dense_pp2::resolved, w)
+            .find("matrix problems beyond 2^31 a side (gemm_shape::most): the qkv projection's width = 6442450944") !=
+        std::string::npos);
+  w = small();
+  w.seq_length = 1 << 20;
+  w.micro_batch_size = 4096;
+  CHECK(compose_error(dense_pp2::settings, dense_pp2::resolved, w)
+            .find("the tokens of a micro-batch (seq_length x micro_batch_size) = 4294967296") != std::string::npos);
+}

@@ -132,6 +132,27 @@ inline std::string workload_overflow(const workload& w, int experts, int shared_
   return text;
 }
 
+/// The sides of the step's matrix problems (GEMMs, grouped GEMMs, attention) beyond
+/// `gemm_shape::most`, bounded before tensor parallelism divides them; empty when all are within.
+inline std::string oversized_sides(const workload& w) {
+  const std::int64_t tokens = checked_product(w.seq_length, w.micro_batch_size);
+  const std::int64_t head = w.kv_channels > 0 ? w.kv_channels : w.hidden_size / w.num_attention_heads;
+  const std::int64_t groups = w.num_query_groups > 0 ? w.num_query_groups : w.num_attention_heads;
+  std::string text;
+  const auto side = [&](std::int64_t v, const char* what) {
+    if (v < 0 || v > gemm_shape::most)
+      text += (text.empty() ? "" : ", ") + std::string(what) + " = " +
+              (v < 0 ? std::string("beyond 64 bits") : std::to_string(v));
+  };
+  side(tokens, "the tokens of a micro-batch (seq_length x micro_batch_size)");
+  side(checked_sum({checked_product(w.num_attention_heads, head), checked_product({2, groups, head})}),
+       "the qkv projection's width");
+  side(checked_product(2, std::max(w.ffn_hidden_size, w.moe_ffn_hidden_size)), "fc1's width (2 x ffn)");
+  side(checked_product(w.num_attention_heads, w.micro_batch_size), "attention's heads x micro_batch_size");
+  side(checked_product(tokens, std::max(1, w.moe_router_topk)), "the routed rows (tokens x moe_router_topk)");
+  return text;
+}
+
 inline step_shape shape_of(const settings& s, const resolved_settings& r, const workload& w, family_set on) {
   std::vector<std::string> problems;
   const auto need = [&](bool ok, const std::string& what) {
@@ -202,6 +223,8 @@ inline step_shape shape_of(const settings& s, const resolved_settings& r, const 
   const std::string overflow =
       workload_overflow(w, experts, s.moe_shared_expert_intermediate_size.value_or(0));
   need(overflow.empty(), "byte counts do not fit in 64 bits: " + overflow + "; use smaller sizes");
+  const std::string sides = oversized_sides(w);
+  need(sides.empty(), "matrix problems beyond 2^31 a side (gemm_shape::most): " + sides + "; use smaller sizes");
   // The world fits (L-5); what it generates must too.
   const std::int64_t passes = checked_product(
       {std::int64_t{tp} * data * pp, w.num_layers / pp + 2, w.micro_batches, 2});
