@@ -94,11 +94,8 @@ inline kernel_plan plan_of(const sc::op& o) {
   const sc::gemm_shape g = o.gemm;
   if (overlap::sim::cost_model::has_problem(o)) {
     if (overlap::sim::cost_model::routed_experts(o.key.type)) {
-      switch (o.key.type) {
-        case sc::op_type::experts_fprop: k.problems = {{g.m, 2 * g.n, g.k, g.groups}, {g.m, g.k, g.n, g.groups}}; break;
-        case sc::op_type::experts_dgrad: k.problems = {{g.m, g.n, g.k, g.groups}, {g.m, g.k, 2 * g.n, g.groups}}; break;
-        default: k.problems = {{2 * g.n, g.k, g.m, g.groups}, {g.k, g.n, g.m, g.groups}}; break;
-      }
+      const auto products = overlap::sim::cost_model::expert_products(o);
+      k.problems.assign(products.begin(), products.end());
     } else if (overlap::sim::cost_model::core_attention(o.key.type)) {
       const std::int64_t keys = std::max<std::int64_t>(1, g.n / 2);  // causal: half the keys
       const std::int64_t passes = o.key.type == sc::op_type::attn_core_bprop ? 2 : 1;  // ~2.5 forwards
@@ -134,7 +131,9 @@ class check_cost : public overlap::sim::cost_model {
     double us = static_cast<double>(k.copy_bytes) / memory_rate();
     for (const sc::gemm_shape& g : k.problems) {
       const auto m = static_cast<double>(g.m), n = static_cast<double>(g.n), kk = static_cast<double>(g.k);
-      us += g.groups == 1 ? p.gemm_us(m, n, kk) : p.grouped_us(static_cast<double>(g.groups), m, n, kk, m);
+      // Rows per group: an expert's tokens (its weight gradient's k), else the product's m.
+      const double rows = routed_experts(o.key.type) ? static_cast<double>(o.gemm.m) : m;
+      us += g.groups == 1 ? p.gemm_us(m, n, kk) : p.grouped_us(static_cast<double>(g.groups), m, n, kk, rows);
     }
     return us * machine().sms / std::max(1, sms);
   }

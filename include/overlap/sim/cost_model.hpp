@@ -14,6 +14,7 @@
 /// from `cost_model`.
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -155,6 +156,17 @@ class cost_model {
   /// structure check refuses one that is not; a caller that asks the model directly about such an
   /// op gets its flops' time).
   static bool has_problem(const schedule::op& o) { return o.gemm.m > 0 && o.gemm.valid(); }
+  /// The two grouped products of a routed experts op (`routed_experts`): a gated MLP per local
+  /// expert, fc1 (k -> 2n) and fc2 (n -> k) forward; transposed for the input gradient; for the
+  /// weight gradient the products over the tokens (k the tokens per expert).
+  static std::array<schedule::gemm_shape, 2> expert_products(const schedule::op& o) {
+    const schedule::gemm_shape g = o.gemm;
+    switch (o.key.type) {
+      case schedule::op_type::experts_fprop: return {{{g.m, 2 * g.n, g.k, g.groups}, {g.m, g.k, g.n, g.groups}}};
+      case schedule::op_type::experts_dgrad: return {{{g.m, g.n, g.k, g.groups}, {g.m, g.k, 2 * g.n, g.groups}}};
+      default: return {{{2 * g.n, g.k, g.m, g.groups}, {g.k, g.n, g.m, g.groups}}};
+    }
+  }
   /// Whether the op is one dense GEMM: a problem of one group, not routed experts or attention.
   static bool dense_gemm(const schedule::op& o) {
     return has_problem(o) && o.gemm.groups == 1 && !routed_experts(o.key.type) && !core_attention(o.key.type);
@@ -227,11 +239,10 @@ class cost_model {
     return o.flops / (tensor_flops_per_us(efficiency) * share);
   }
 
-  /// The profiled time on the whole GPU. Routed experts are a gated MLP per local expert: fc1
-  /// (k -> 2n) and fc2 (n -> k) as grouped GEMMs, forward; transposed for the input gradient;
-  /// for the weight gradient the products over the tokens. An op whose kernel the profile has no
-  /// table for (attention of another backend) keeps its analytic time. Below the profile's floor
-  /// a kernel's GPU time is the analytic one (profile_model.hpp says why).
+  /// The profiled time on the whole GPU (routed experts: their `expert_products`, each with the
+  /// op's tokens per expert). An op whose kernel the profile has no table for (attention of
+  /// another backend) keeps its analytic time. Below the profile's floor a kernel's GPU time is
+  /// the analytic one (profile_model.hpp says why).
   double profiled_us(const schedule::op& o) const {
     const profile_model& p = *profiled_;
     const double memory = static_cast<double>(o.memory_bytes) / memory_rate_;
@@ -245,11 +256,10 @@ class cost_model {
              memory;
     }
     if (routed_experts(o.key.type)) {
-      switch (o.key.type) {
-        case schedule::op_type::experts_fprop: return p.grouped_us(g, m, 2 * n, k, m) + p.grouped_us(g, m, k, n, m) + memory;
-        case schedule::op_type::experts_dgrad: return p.grouped_us(g, m, n, k, m) + p.grouped_us(g, m, k, 2 * n, m) + memory;
-        default: return p.grouped_us(g, 2 * n, k, m, m) + p.grouped_us(g, k, n, m, m) + memory;
-      }
+      double us = memory;
+      for (const schedule::gemm_shape& x : expert_products(o))
+        us += p.grouped_us(g, static_cast<double>(x.m), static_cast<double>(x.n), static_cast<double>(x.k), m);
+      return us;
     }
     if (g > 1) return p.grouped_us(g, m, n, k, m) + memory;
     const gemm_waves w = waves_of(o, machine_.sms);
