@@ -494,6 +494,9 @@ TEST_CASE("simulate: a cost model's NaN, infinite or negative time names the ran
   sim::machine none = sim::h100_node();
   none.sms = 0;
   CHECK(simulate_error(pair_step(), sim::cost_model(none)).find("the machine needs sms >= 1") != std::string::npos);
+  sim::machine eventless = sim::h100_node();
+  eventless.event_us = std::numeric_limits<double>::quiet_NaN();
+  CHECK(simulate_error(pair_step(), sim::cost_model(eventless)).find("launch_us and event_us >= 0") != std::string::npos);
   sim::machine clockless = sim::h100_node();
   clockless.sustained_clock_mhz = -1575;
   CHECK(simulate_error(pair_step(), sim::cost_model(clockless)).find("sustained_clock_mhz must be finite and >= 0") !=
