@@ -213,3 +213,34 @@ TEST_CASE("a workspace reused across steps of other sizes and families gives eac
     check_same(summary, fresh);
   }
 }
+
+TEST_CASE("a generated step carries the connections its config resolved, and simulate runs at them") {
+  // TP overlap resolves CUDA_DEVICE_MAX_CONNECTIONS=1 (ENV-6): a caller of simulate(step, cost)
+  // got 8 hardware queues whatever the config said.
+  using tp_overlap = ov::config<ov::tp<2>, ov::sequence_parallel<>, ov::tp_comm_overlap<>, ov::pp<2>, ov::vpp<2>,
+                                ov::dp<2>, ov::distributed_optimizer<>, ov::precision<ov::dtype::bf16>>;
+  static_assert(*tp_overlap::resolved.cuda_device_max_connections == 1);
+  sc::workload w = moe_workload();
+  w.moe_router_topk = w.moe_ffn_hidden_size = 0;
+  const auto step = tp_overlap::schedule::generate(w);
+  for (const auto& p : step) CHECK(p.cuda_device_max_connections == 1);
+  const ov::sim::cost_model h100(ov::sim::h100_node());
+  const double as_resolved = ov::sim::simulate(step, h100).step_time_us;
+  CHECK(as_resolved == ov::sim::simulate(step, h100, {.cuda_device_max_connections = 1}).step_time_us);
+  CHECK(as_resolved != ov::sim::simulate(step, h100, {.cuda_device_max_connections = 8}).step_time_us);
+  // Data parallelism alone resolves 8; a program that says nothing runs at CUDA's default, 8.
+  using plain = ov::config<ov::dp<2>, ov::precision<ov::dtype::bf16>>;
+  auto dp_step = plain::schedule::generate(w);
+  CHECK(dp_step[0].cuda_device_max_connections == 8);
+  for (auto& p : dp_step) p.cuda_device_max_connections = 0;
+  CHECK(ov::sim::simulate(dp_step, h100).step_time_us ==
+        ov::sim::simulate(dp_step, h100, {.cuda_device_max_connections = 8}).step_time_us);
+  // Programs that disagree, or a negative setting, are refused by name.
+  auto mixed = step;
+  mixed[1].cuda_device_max_connections = 8;
+  CHECK_THROWS_WITH_AS(ov::sim::simulate(mixed, h100),
+                       doctest::Contains("the programs state different CUDA_DEVICE_MAX_CONNECTIONS (1 and 8 on rank 1)"),
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(ov::sim::simulate(step, h100, {.cuda_device_max_connections = -2}),
+                       doctest::Contains("options::cuda_device_max_connections is -2"), std::invalid_argument);
+}

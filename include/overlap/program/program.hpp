@@ -116,6 +116,10 @@ struct op {
 /// What one rank issues for one step.
 struct program {
   int rank = 0;  ///< global rank
+  /// The CUDA_DEVICE_MAX_CONNECTIONS the run sets, as the config resolved it (0: not said, so
+  /// CUDA's default of 8): how many hardware queues its streams share, which decides whether a
+  /// communication kernel can pass a GEMM queued before it. The simulator reads it.
+  int cuda_device_max_connections = 0;
   std::vector<stream> streams{};
   std::vector<communicator> comms{};
   std::vector<op> ops{};

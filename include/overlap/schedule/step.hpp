@@ -266,6 +266,7 @@ class rank_builder {
   rank_builder(const step_shape& k, const settings& s, const resolved_settings& r, const workload& w, int rank)
       : k_(k), s_(s), r_(r), w_(w), at_(k.ranks.at(rank)), e_(p_) {
     p_.rank = rank;
+    p_.cuda_device_max_connections = r.cuda_device_max_connections.value_or(0);
   }
   rank_builder(const rank_builder&) = delete;  // the emitter and its hooks point into this object
   rank_builder& operator=(const rank_builder&) = delete;

@@ -47,7 +47,10 @@ namespace overlap::sim {
 class workspace;
 
 struct options {
-  int cuda_device_max_connections = 8;
+  /// The hardware queues the streams share. 0: what the programs say
+  /// (`program::cuda_device_max_connections`, the config's resolved setting; programs that say
+  /// different ones are refused), and CUDA's default of 8 where none says.
+  int cuda_device_max_connections = 0;
   /// No contention for SMs: every compute kernel gets the whole GPU and communication kernels
   /// none. What is left is the dependencies (hardware-queue order included) and the host's issue
   /// cost: the step time is then the critical path (see bound.hpp).
@@ -237,6 +240,30 @@ void for_each_link(const schedule::program& p, const schedule::op& o, int gpus_p
   throw std::invalid_argument("simulate: the cost model gives rank " + std::to_string(p.rank) + " op " +
                               std::to_string(i) + " (" + schedule::display_name(p.ops[i]) + ") " + std::to_string(us) +
                               " us; a cost must be finite and >= 0");
+}
+
+/// The hardware queues of a simulation: the caller's, else the one the programs state (they must
+/// agree), else CUDA's default of 8.
+inline int connections_of(const std::vector<schedule::program>& programs, const options& opt) {
+  if (opt.cuda_device_max_connections < 0)
+    throw std::invalid_argument("simulate: options::cuda_device_max_connections is " +
+                                std::to_string(opt.cuda_device_max_connections) + "; give 1 or more, or 0 for the "
+                                "programs' own");
+  if (opt.cuda_device_max_connections > 0) return opt.cuda_device_max_connections;
+  int stated = 0;
+  for (const schedule::program& p : programs) {
+    if (p.cuda_device_max_connections < 0)
+      throw std::invalid_argument("simulate: rank " + std::to_string(p.rank) + " states cuda_device_max_connections " +
+                                  std::to_string(p.cuda_device_max_connections) + "; 1 or more, or 0 for none");
+    if (p.cuda_device_max_connections == 0) continue;
+    if (stated != 0 && stated != p.cuda_device_max_connections)
+      throw std::invalid_argument("simulate: the programs state different CUDA_DEVICE_MAX_CONNECTIONS (" +
+                                  std::to_string(stated) + " and " + std::to_string(p.cuda_device_max_connections) +
+                                  " on rank " + std::to_string(p.rank) + "); the model has one for the step: pass "
+                                  "options::cuda_device_max_connections");
+    stated = p.cuda_device_max_connections;
+  }
+  return stated > 0 ? stated : 8;
 }
 
 /// What the event loop itself reads of the machine (the cost model reads the rest), and its
@@ -440,7 +467,7 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
   using detail::state;
   using schedule::op_kind;
   const machine& m = cost.machine();
-  const int connections = std::max(1, opt.cuda_device_max_connections);
+  const int connections = detail::connections_of(programs, opt);
   detail::check_machine(m);  // before the set-up asks the cost model of it
   const double event_us = m.event_us > 0 ? m.event_us : m.launch_us;  // a record's or wait's host cost
 
