@@ -73,9 +73,9 @@ struct errors {
 }  // namespace
 
 TEST_CASE("every GEMM measured on the H200 is predicted within x1.25, and within x1.10 on geometric mean") {
-  // What the sweep measured is an eager call's time (profile_model.hpp): the GPU's where the
-  // work is past the floor, the host's below it. The simulator's GPU time equals it where the
-  // GPU set the pace, and is shorter where the host did.
+  // What the sweep measured is an eager call's time (cost_model::eager_us, profile_model.hpp):
+  // the GPU's where the work is past the floor, the host's below it. The simulator's GPU time
+  // (compute_us) equals it where the GPU set the pace, and is shorter where the host did.
   const sim::cost_model h200(burst());
   const sim::profile_model& profiled = *h200.profiled();
   errors e;
@@ -83,11 +83,13 @@ TEST_CASE("every GEMM measured on the H200 is predicted within x1.25, and within
   for (const nlohmann::json& r : rows("gemm_sweep.jsonl")) {
     if (r["what"] != "gemm") continue;
     const double m = r["m"], n = r["n"], k = r["k"], measured = r["us"];
-    const double f = factor(profiled.gemm_measured_us(m, n, k), measured);
+    const sc::op o = gemm(r["m"], r["n"], r["k"]);
+    const double f = factor(h200.eager_us(o), measured);
     CAPTURE(r.dump());
     CHECK(f <= 1.25);
+    CHECK(h200.eager_us(o) == profiled.gemm_measured_us(m, n, k));
     e.add(f);
-    const double gpu = h200.compute_us(gemm(r["m"], r["n"], r["k"]), 132);
+    const double gpu = h200.compute_us(o, 132);
     if (2 * m * n * k / profiled.measured().sustained_flops_per_us > 2 * 38.6) {  // twice the floor of work
       ++gpu_bound;
       CHECK(gpu == doctest::Approx(measured).epsilon(1e-9));
@@ -115,15 +117,16 @@ TEST_CASE("every grouped expert GEMM measured on the H200 is predicted within x1
     // Each measured kernel alone: a grouped problem of its shape.
     const sc::op fc1 = problem(sc::op_type::none, tokens, 2 * ffn, hidden, experts, 2 * rows_flops);
     const sc::op fc2 = problem(sc::op_type::none, tokens, hidden, ffn, experts, rows_flops);
-    const double f1 = factor(h200.compute_us(fc1, 132), r["fc1_us"].get<double>());
-    const double f2 = factor(h200.compute_us(fc2, 132), r["fc2_us"].get<double>());
+    const double f1 = factor(h200.eager_us(fc1), r["fc1_us"].get<double>());
+    const double f2 = factor(h200.eager_us(fc2), r["fc2_us"].get<double>());
+    CHECK(h200.eager_us(fc1) == h200.compute_us(fc1, 132));  // past the floor: the GPU's time
     CHECK(f1 <= 1.25);
     CHECK(f2 <= 1.25);
     e.add(f1);
     e.add(f2);
     // The routed experts' forward as the generators emit it: both, as one op.
     const sc::op forward = problem(sc::op_type::experts_fprop, tokens, ffn, hidden, experts, 3 * rows_flops);
-    CHECK(factor(h200.compute_us(forward, 132), r["fc1_us"].get<double>() + r["fc2_us"].get<double>()) <= 1.25);
+    CHECK(factor(h200.eager_us(forward), r["fc1_us"].get<double>() + r["fc2_us"].get<double>()) <= 1.25);
   }
   CHECK(e.count == 28);
   MESSAGE("grouped GEMMs: geometric-mean factor " << e.geomean() << ", worst " << e.worst);
@@ -141,10 +144,8 @@ TEST_CASE("every attention measured on the H200 is predicted within x1.25, for e
       const sc::op fwd = problem(sc::op_type::attn_core_fprop, seq, seq, 128, heads, flops);
       const sc::op bwd = problem(sc::op_type::attn_core_bprop, seq, seq, 128, heads, 2.5 * flops);
       CAPTURE(r.dump());
-      const sim::profile_model& profiled = *h200.profiled();
-      const auto s = static_cast<double>(seq), h = static_cast<double>(heads);
-      const double ff = factor(profiled.attention_measured_us(s, h, 128, false), r["fwd_us"].get<double>());
-      const double fb = factor(profiled.attention_measured_us(s, h, 128, true), r["bwd_us"].get<double>());
+      const double ff = factor(h200.eager_us(fwd), r["fwd_us"].get<double>());
+      const double fb = factor(h200.eager_us(bwd), r["bwd_us"].get<double>());
       CHECK(ff <= 1.25);
       CHECK(fb <= 1.25);
       e.add(ff);
@@ -183,9 +184,8 @@ TEST_CASE("GEMMs between grid points: each interior grid line held out is predic
         for (std::size_t j = 0; j < full.gemm.n.size(); ++j)
           for (std::size_t l = 0; l < full.gemm.k.size(); ++l) {
             if ((axis == 0 ? i : axis == 1 ? j : l) != drop) continue;
-            const auto m = static_cast<double>(full.gemm.m[i]), n = static_cast<double>(full.gemm.n[j]),
-                       k = static_cast<double>(full.gemm.k[l]);
-            const double f = factor(model.profiled()->gemm_measured_us(m, n, k), full.gemm.at(i, j, l));
+            const sc::op o = gemm(full.gemm.m[i], full.gemm.n[j], full.gemm.k[l]);
+            const double f = factor(model.eager_us(o), full.gemm.at(i, j, l));
             e.add(f);
             beyond += f > 1.25 ? 1 : 0;
           }
@@ -238,7 +238,7 @@ TEST_CASE("a profile's GEMMs: the power cap, the floor, fewer SMs, and shapes be
   CHECK(sustained.compute_us(big, 132) == doctest::Approx(big.flops / p.sustained_flops_per_us));
   // A GEMM far below the grid: an eager caller waits the host's floor for it, the GPU runs it in
   // its analytic time (the wave model's one tile), which the floor caps.
-  CHECK(short_runs.profiled()->gemm_measured_us(64, 64, 64) == doctest::Approx(38.6).epsilon(0.05));
+  CHECK(short_runs.eager_us(gemm(64, 64, 64)) == doctest::Approx(38.6).epsilon(0.05));
   sim::machine no_profile = burst();
   no_profile.profile = nullptr;
   CHECK(short_runs.compute_us(gemm(64, 64, 64), 132) ==

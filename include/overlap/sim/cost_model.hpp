@@ -126,6 +126,24 @@ class cost_model {
     return analytic_whole > 0 ? whole * (analytic_us(o, sms) / analytic_whole) : whole;
   }
 
+  /// What an eager caller times for compute op `o` alone, with CUDA events around one call from
+  /// the host, as the profile's tables were measured: the GPU time on the whole GPU, or the
+  /// host's interval per call where that is longer (a GEMM or attention below the profile's floor,
+  /// profile_model.hpp). The simulator runs `compute_us`; this is what a measurement of one op is
+  /// held to. Without a profile, `compute_us`.
+  double eager_us(const schedule::op& o) const {
+    if (!profiled_ || !has_problem(o) || routed_experts(o.key.type)) return compute_us(o, machine_.sms);
+    const profile_model& p = *profiled_;
+    const double memory = static_cast<double>(o.memory_bytes) / memory_rate_;
+    const auto g = static_cast<double>(o.gemm.groups), m = static_cast<double>(o.gemm.m),
+               n = static_cast<double>(o.gemm.n), k = static_cast<double>(o.gemm.k);
+    if (core_attention(o.key.type))
+      return p.has_attention()
+                 ? p.attention_measured_us(m, g, k, o.key.type == schedule::op_type::attn_core_bprop) + memory
+                 : compute_us(o, machine_.sms);
+    return o.gemm.groups == 1 ? p.gemm_measured_us(m, n, k) + memory : compute_us(o, machine_.sms);
+  }
+
   /// What the whole GPU computes per microsecond at `efficiency` of its tensor peak, at the
   /// sustained clock.
   double tensor_flops_per_us(double efficiency) const {
