@@ -21,7 +21,7 @@
 /// - `launch_us`, `event_record_us`: the host's cost per kernel launch and per event record (0:
 ///   not measured; the machine's figures stay);
 /// - `concurrency`: the two-stream probe of a GEMM and a communication-like copy kernel, the
-///   figures an SM model needs (not yet read by the simulator: it is kept and reported).
+///   figures an SM model needs (the simulator does not read them yet).
 
 #include <algorithm>
 #include <cmath>
