@@ -32,7 +32,7 @@ namespace ov = overlap;
 using overlap_plan::input_error;
 using overlap_plan::json;
 
-constexpr const char* help_text = R"(overlap-plan: check, explain, simulate and tune the communication overlap of a
+constexpr const char* help_text = R"(overlap-plan: check, simulate and tune the communication overlap of a
 Megatron-Bridge config, with the rule table of the overlap library.
 
 usage:
@@ -436,10 +436,11 @@ int run_simulate(const cli& args, const overlap_plan::bridge_config& c) {
     std::cout << out.dump(2) << '\n';
     return 0;
   }
-  std::printf("overlap-plan simulate %s on an %s: %d ranks in %zu classes of symmetric ranks, %d layers, "
+  std::printf("overlap-plan simulate %s on an %s: %d %s in %zu %s of symmetric ranks, %d layers, "
               "%d micro-batches per dp rank\n",
               args.config.c_str(), machine_label(args, cost.machine()).c_str(), plan.overlap_classes.world(),
-              plan.overlap_step.size(),
+              plan.overlap_classes.world() == 1 ? "rank" : "ranks", plan.overlap_step.size(),
+              plan.overlap_step.size() == 1 ? "class" : "classes",
               c.workload.num_layers, c.workload.micro_batches);
   std::printf("\n%-22s %14s %14s\n", "", "overlap off", "as configured");
   std::printf("%-22s %11.2f ms %11.2f ms   (%+.1f %%)\n", "step time", plan.baseline.step_time_us / 1000,
