@@ -389,3 +389,25 @@ TEST_CASE("a profile file made by hand plans a step: its SMs, host costs and GEM
   CHECK_FALSE(planned.deadlock);
   CHECK(planned.step_time_us > 0);
 }
+
+TEST_CASE("a missing key is one problem, a null one is the wrong type") {
+  nlohmann::json doc = sim::to_json(*sim::h200_profile());
+  doc.erase("sms");
+  doc["memory_bytes_per_us"] = nullptr;
+  doc["gemm"]["m"] = nullptr;
+  std::string what;
+  try {
+    sim::profile_from_json(doc, "p");
+  } catch (const std::invalid_argument& e) {
+    what = e.what();
+  }
+  CHECK(what.find("p: 3 problems:") == 0);
+  CHECK(what.find("sms: missing") != std::string::npos);
+  CHECK(what.find("memory_bytes_per_us: not a number") != std::string::npos);
+  CHECK(what.find("gemm.m: not an array") != std::string::npos);
+  doc = sim::to_json(*sim::h200_profile());
+  doc.erase("gemm");
+  CHECK_THROWS_WITH_AS(sim::profile_from_json(doc, "p"), "p: 1 problem:\n  gemm: missing", std::invalid_argument);
+  doc["gemm"] = nullptr;
+  CHECK_THROWS_WITH_AS(sim::profile_from_json(doc, "p"), "p: 1 problem:\n  gemm: not an object", std::invalid_argument);
+}

@@ -44,8 +44,8 @@ class json_fields {
  public:
   json_fields(const nlohmann::json& object, std::string path, std::vector<std::string>& problems)
       : object_(object), path_(std::move(path)), problems_(problems) {
-    // null: a missing section, which reading it reported already.
-    if (!object_.is_object() && !object_.is_null()) problem(path_.empty() ? "the document" : path_, "not an object");
+    // `absent` (a missing section, reported where it was read) is null.
+    if (!object_.is_object() && &object_ != &absent()) problem(path_.empty() ? "the document" : path_, "not an object");
   }
   /// Reports keys no field read; call after reading every field.
   ~json_fields() {
@@ -57,51 +57,53 @@ class json_fields {
   json_fields& operator=(const json_fields&) = delete;
 
   std::string at(const std::string& key) const { return path_.empty() ? key : path_ + "." + key; }
-  /// The value of `key`, or null (a missing required key is reported).
-  const nlohmann::json& value(const std::string& key, bool required) {
+  /// What a missing section is read as (its absence reported where it was looked up).
+  static const nlohmann::json& absent() {
     static const nlohmann::json none;
+    return none;
+  }
+  /// The value of `key`, or nullptr when it is absent (reported when `required`).
+  const nlohmann::json* value(const std::string& key, bool required) {
     read_.push_back(key);
     if (!object_.is_object() || !object_.contains(key)) {
       if (required && object_.is_object()) problem(at(key), "missing");
-      return none;
+      return nullptr;
     }
-    return object_.at(key);
+    return &object_.at(key);
   }
   void number(const std::string& key, double& out, bool required = true) {
-    const nlohmann::json& v = value(key, required);
-    if (v.is_null() && !required) return;
-    if (!v.is_number()) return problem(at(key), "not a number");
-    out = v.get<double>();
+    const nlohmann::json* v = value(key, required);
+    if (v == nullptr) return;
+    if (!v->is_number()) return problem(at(key), "not a number");
+    out = v->get<double>();
   }
   template <class Int>
   void integer(const std::string& key, Int& out, bool required = true) {
-    const nlohmann::json& v = value(key, required);
-    if (v.is_null() && !required) return;
-    read_integer(v, at(key), out);
+    if (const nlohmann::json* v = value(key, required)) read_integer(*v, at(key), out);
   }
   void text(const std::string& key, std::string& out, bool required = true) {
-    const nlohmann::json& v = value(key, required);
-    if (v.is_null() && !required) return;
-    if (!v.is_string()) return problem(at(key), "not a string");
-    out = v.get<std::string>();
+    const nlohmann::json* v = value(key, required);
+    if (v == nullptr) return;
+    if (!v->is_string()) return problem(at(key), "not a string");
+    out = v->get<std::string>();
   }
   template <class T>
   void list(const std::string& key, std::vector<T>& out) {
-    const nlohmann::json& v = value(key, true);
-    if (v.is_null()) return;
-    if (!v.is_array()) return problem(at(key), "not an array");
+    const nlohmann::json* v = value(key, true);
+    if (v == nullptr) return;
+    if (!v->is_array()) return problem(at(key), "not an array");
     out.clear();
-    for (std::size_t i = 0; i < v.size(); ++i) {
+    for (std::size_t i = 0; i < v->size(); ++i) {
       const std::string where = at(key) + "[" + std::to_string(i) + "]";
       T item{};
       if constexpr (std::is_integral_v<T>) {
-        if (!read_integer(v[i], where, item)) continue;
+        if (!read_integer((*v)[i], where, item)) continue;
       } else {
-        if (!v[i].is_number()) {
+        if (!(*v)[i].is_number()) {
           problem(where, "not a number");
           continue;
         }
-        item = v[i].template get<T>();
+        item = (*v)[i].template get<T>();
       }
       out.push_back(item);
     }
@@ -161,7 +163,8 @@ inline profile profile_from_json(const nlohmann::json& doc, const std::string& s
     top.number("launch_us", p.launch_us, false);
     top.number("event_record_us", p.event_record_us, false);
     {
-      detail::json_fields gemm(top.value("gemm", true), "gemm", problems);
+      const nlohmann::json* section = top.value("gemm", true);
+      detail::json_fields gemm(section ? *section : detail::json_fields::absent(), "gemm", problems);
       gemm.list("m", p.gemm.m);
       gemm.list("n", p.gemm.n);
       gemm.list("k", p.gemm.k);
@@ -169,11 +172,11 @@ inline profile profile_from_json(const nlohmann::json& doc, const std::string& s
     }
     // An optional array of objects: `read(fields)` for each, `out` gets what it read.
     const auto objects = [&](const std::string& key, auto& out, const auto& read) {
-      const nlohmann::json& array = top.value(key, false);
-      if (array.is_null()) return;
-      if (!array.is_array()) return problems.push_back(key + ": not an array");
-      for (std::size_t i = 0; i < array.size(); ++i) {
-        detail::json_fields fields(array[i], key + "[" + std::to_string(i) + "]", problems);
+      const nlohmann::json* array = top.value(key, false);
+      if (array == nullptr) return;
+      if (!array->is_array()) return problems.push_back(key + ": not an array");
+      for (std::size_t i = 0; i < array->size(); ++i) {
+        detail::json_fields fields((*array)[i], key + "[" + std::to_string(i) + "]", problems);
         out.push_back(read(fields));
       }
     };
@@ -196,8 +199,8 @@ inline profile profile_from_json(const nlohmann::json& doc, const std::string& s
       f.list("backward_us", t.backward_us);
       return t;
     });
-    if (const nlohmann::json& c = top.value("concurrency", false); !c.is_null()) {
-      detail::json_fields probe(c, "concurrency", problems);
+    if (const nlohmann::json* c = top.value("concurrency", false)) {
+      detail::json_fields probe(*c, "concurrency", problems);
       probe.integer("copy_ctas", p.concurrency.copy_ctas);
       probe.integer("copy_ctas_per_sm", p.concurrency.copy_ctas_per_sm);
       probe.number("gemm_alone_us", p.concurrency.gemm_alone_us);
