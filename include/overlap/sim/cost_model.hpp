@@ -120,10 +120,16 @@ class cost_model {
   /// whole GPU, stretched on fewer SMs as the analytic time stretches.
   virtual double compute_us(const schedule::op& o, int sms) const {
     if (!profiled_) return analytic_us(o, sms);
-    const double whole = profiled_us(o);
-    if (sms >= machine_.sms) return whole;
+    return stretched_us(o, sms, profiled_us(o));
+  }
+  /// This class's `compute_us(o, sms)` for an op whose time on the whole GPU, `whole_us`, it gave
+  /// before: the simulator, which keeps that time per op, asks this instead of working out the
+  /// profiled time again for every kernel that starts beside communication.
+  double stretched_us(const schedule::op& o, int sms, double whole_us) const {
+    if (!profiled_) return analytic_us(o, sms);
+    if (sms >= machine_.sms) return whole_us;
     const double analytic_whole = analytic_us(o, machine_.sms);
-    return analytic_whole > 0 ? whole * (analytic_us(o, sms) / analytic_whole) : whole;
+    return analytic_whole > 0 ? whole_us * (analytic_us(o, sms) / analytic_whole) : whole_us;
   }
 
   /// What an eager caller times for compute op `o` alone, with CUDA events around one call from

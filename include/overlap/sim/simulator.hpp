@@ -657,12 +657,19 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
     else reshare(links_of(g), t);
   };
 
+  // Compute op i of rank pi on `sms` SMs: this class's model stretches the whole-GPU time the
+  // set-up kept; a derived model is asked.
+  const bool own_model = cost.analytic_compute();
+  const auto on_sms = [&](std::size_t pi, std::size_t i, int sms) {
+    const schedule::op& o = programs[pi].ops[i];
+    return own_model ? cost.stretched_us(o, sms, ranks[pi].ops[i].whole_us) : cost.compute_us(o, sms);
+  };
   // A running compute op's SMs become `sms` at `t`: the work left runs at the new count's speed.
   const auto resize = [&](std::size_t pi, detail::computing& c, int sms, double t) {
     c.done = std::min(1.0, c.done + (c.duration > 0 ? (t - c.since) / c.duration : 1.0));
     c.since = t;
     c.sms = sms;
-    c.duration = checked(cost.compute_us(programs[pi].ops[c.op], sms), pi, c.op);
+    c.duration = checked(on_sms(pi, c.op, sms), pi, c.op);
     c.wave = -1;
     ranks[pi].ops[c.op].end = t + (1 - c.done) * c.duration;
     ends_at(pi, c.op);
@@ -718,7 +725,7 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
     detail::rank_state& rs = ranks[pi];
     detail::op_state& s = rs.ops[i];
     const double duration =
-        checked(rs.free_sms == m.sms ? s.whole_us : cost.compute_us(programs[pi].ops[i], rs.free_sms), pi, i);
+        checked(rs.free_sms == m.sms ? s.whole_us : on_sms(pi, i, rs.free_sms), pi, i);
     // Filled in place: a record built aside and copied in stalls on its partial stores.
     detail::computing& c = rs.running.emplace_back();
     c.op = i;
