@@ -228,11 +228,20 @@ class structure_check {
     if (static_cast<unsigned>(o.kind) > static_cast<unsigned>(op_kind::host_sync) || !is_valid(o.key.type) ||
         !is_valid(o.key.slot) || o.group >= 0)
       return false;
+    // Coordinates of -1 or more: each + 1 (unsigned) below 2^31 (INT_MAX fails here and is left to
+    // `explain`, which accepts it). A GEMM shape all 0 or all positive, every side and groups - 1
+    // below 2^31 (2^31 itself is left to `explain` too).
     const location& at = o.key.at;
+    const auto up = [](int v) { return static_cast<unsigned>(v) + 1u; };
+    const bool coordinates = (up(at.layer) | up(at.micro_batch) | up(at.chunk) | up(at.bucket) | up(at.split)) < 0x80000000u;
+    const gemm_shape& g = o.gemm;
+    const bool shape =
+        ((g.m | g.n | g.k) == 0 || (g.m > 0 && g.n > 0 && g.k > 0)) &&
+        (static_cast<std::uint64_t>(g.m) | static_cast<std::uint64_t>(g.n) | static_cast<std::uint64_t>(g.k) |
+         static_cast<std::uint64_t>(g.groups - 1)) < (std::uint64_t{1} << 31);
     bool fine = (o.key.type == op_type::none || kind_of(o.key.type) == o.kind) && (o.bytes | o.memory_bytes) >= 0 &&
                 o.flops >= 0 && o.flops < std::numeric_limits<double>::infinity() &&  // NaN fails both
-                o.gemm.valid() && (o.key.slot == op_type::none || is_tp_gemm(o.key.slot)) &&
-                std::min({at.layer, at.micro_batch, at.chunk, at.bucket, at.split}) >= -1 &&
+                shape && coordinates && (o.key.slot == op_type::none || is_tp_gemm(o.key.slot)) &&
                 all_below(o.reads, buffers_) && all_below(o.writes, buffers_);
     if (o.kind != op_kind::host_sync) fine = fine && in(o.stream, streams_);
     switch (o.kind) {
