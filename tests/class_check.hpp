@@ -14,6 +14,8 @@
 #include <overlap/sim/simulator.hpp>
 #include <overlap/verify/verify.hpp>
 
+#include "same_result.hpp"
+
 struct class_comparison {
   int world = 0, representatives = 0;
   std::vector<std::string> asymmetries;  ///< of the full step against its classes
@@ -67,9 +69,6 @@ inline class_comparison compare_classes(const overlap::settings& s, const overla
   return c;
 }
 
-inline bool same_interval(const overlap::sim::interval& a, const overlap::sim::interval& b) {
-  return a.rank == b.rank && a.stream == b.stream && a.op == b.op && a.start_us == b.start_us && a.end_us == b.end_us;
-}
 
 /// Exactly equal: step time, exposed and total communication per family, compute, and every
 /// interval of every representative.

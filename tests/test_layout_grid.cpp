@@ -1,7 +1,8 @@
 // Every step the planner makes for a grid of valid layouts and overlap settings (each family alone
 // and all of them composed, generated once per class of symmetric ranks) verifies, with buffers
 // declared on every op, and simulates to completion within the lower bound; the composed step's
-// classes equal the full step, generated for every rank, exactly (simulation, verification, bound). Its own executable, built optimized: it generates, verifies
+// classes equal the full step, generated for every rank, exactly (simulation, verification, bound),
+// and the full step's simulation is the same bit for bit without the event loop's fast paths. Its own executable, built optimized: it generates, verifies
 // and simulates ~1,400 steps, the layouts on all cores (plan/parallel.hpp), each into its own
 // outcome, checked afterwards in grid order.
 #include <doctest/doctest.h>
@@ -72,6 +73,8 @@ struct plan_outcome {
   bool baseline_deadlock = false, overlap_deadlock = false;
   double step_time_us = 0, bound_us = 0;
   class_comparison classes;  ///< the composed step only
+  /// The composed full step simulated without the event loop's fast paths: the same bit for bit.
+  bool fast_paths_exact = true;
 };
 
 std::vector<plan_outcome> run(const grid_point& g, const ov::sim::cost_model& cost, const sc::workload& w) {
@@ -106,7 +109,10 @@ std::vector<plan_outcome> run(const grid_point& g, const ov::sim::cost_model& co
     if (plan.family == sc::family::none) {
       // The plan's class step against the full step, generated and simulated for every rank.
       const auto full = sc::compose_step(g.s, ov::derive(g.s), w);
-      o.classes = compare_classes(g.s, w, cost, full, ov::sim::simulate(full, cost, ov::plan::options_for(ov::derive(g.s))));
+      ov::sim::options full_opt = ov::plan::options_for(ov::derive(g.s));
+      o.classes = compare_classes(g.s, w, cost, full, ov::sim::simulate(full, cost, full_opt));
+      full_opt.fast_paths = false;
+      o.fast_paths_exact = identical(o.classes.full, ov::sim::simulate(full, cost, full_opt));
     }
   }
   return out;
@@ -145,6 +151,7 @@ TEST_CASE("generated programs of a grid of valid layouts verify and simulate to 
       CHECK(o.bound_us <= o.step_time_us * (1 + 1e-9));
       if (o.family == static_cast<int>(sc::family::none)) {
         check(o.classes);
+        CHECK(o.fast_paths_exact);
         ++composed;
         represented += o.classes.representatives;
         ranks += o.classes.world;

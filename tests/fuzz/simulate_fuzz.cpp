@@ -2,7 +2,8 @@
 // lower_bound(), of the full step and of the step the programs stand for under the map, either
 // throw std::invalid_argument or finish (libFuzzer's timeout catches a hang). A step that
 // verify() accepts simulates without an exception and, without SM contention (which verify does
-// not model), without a deadlock; a step that does not hang takes at least its lower bound.
+// not model), without a deadlock; a step that does not hang takes at least its lower bound; the
+// event loop's fast paths change no result.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -13,6 +14,7 @@
 #include <overlap/sim/simulator.hpp>
 #include <overlap/verify/verify.hpp>
 
+#include "../same_result.hpp"
 #include "fuzz_input.hpp"
 
 namespace {
@@ -21,6 +23,12 @@ void check(const std::vector<overlap::schedule::program>& step, overlap::sim::op
   const overlap::sim::cost_model h100(overlap::sim::h100_node());
   try {
     const overlap::sim::result contended = overlap::sim::simulate(step, h100, opt);
+    overlap::sim::options plain = opt;  // the event loop without its fast paths: the same bit for bit
+    plain.fast_paths = false;
+    if (!identical(contended, overlap::sim::simulate(step, h100, plain))) {
+      std::fprintf(stderr, "the fast paths change the result\n");
+      std::abort();
+    }
     const overlap::sim::step_bound bound = overlap::sim::lower_bound(step, h100, opt);
     if (verified && opt.cuda_device_max_connections >= 4 && bound.critical_path_us < 0) std::abort();
     // No run of the step on the machine model beats its lower bound (shared links included).

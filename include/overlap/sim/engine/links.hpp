@@ -1,0 +1,124 @@
+#pragma once
+/// @file
+/// The link model of the event loop (see simulator.hpp): each rank has four links (NVLink out and
+/// in, network out and in). A transfer (one rendezvous group's) loads some of them; the transfers
+/// in flight on a link share it equally, a transfer progresses at the smallest share among its
+/// links, and its end moves whenever a transfer on one of them starts or ends.
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include <overlap/program/program.hpp>
+#include <overlap/program/semantics.hpp>
+#include <overlap/sim/engine/state.hpp>
+#include <overlap/sim/timer_queue.hpp>
+
+namespace overlap::sim::detail {
+
+/// The links a communication op of kind `kind` loads, as indices into its rank's four (0 NVLink
+/// out, 1 NVLink in, 2 network out, 3 network in): a send the outgoing one, a receive the incoming
+/// one, a collective both; the network's when its transfer leaves the node (`crosses_nodes`). The
+/// simulator shares these links; the lower bound sums their busy time.
+template <class F>
+void for_each_link(schedule::op_kind kind, bool crosses_nodes, F f) {
+  const std::size_t base = crosses_nodes ? 2 : 0;
+  if (kind != schedule::op_kind::recv) f(base);
+  if (kind != schedule::op_kind::send) f(base + 1);
+}
+/// The same for communication op `o` of `p`.
+template <class F>
+void for_each_link(const schedule::program& p, const schedule::op& o, int gpus_per_node, F f) {
+  for_each_link(o.kind, schedule::crosses_nodes(p, o, gpus_per_node), f);
+}
+
+class link_model {
+ public:
+  /// For `ranks` ranks' links; groups are added with `add_link` and `close_group`, in order. A
+  /// transfer's end is timer `first_timer` + group, ordered among simultaneous events by `order`.
+  link_model(std::size_t ranks, std::size_t groups, timer_queue& timers, std::size_t first_timer)
+      : timers_(timers), first_timer_(first_timer), transfers_(groups), on_link_(4 * ranks) {
+    begin_.reserve(groups + 1);
+    begin_.push_back(0);
+    order_.reserve(groups);
+  }
+  /// The group being added loads link `l` of rank `rank` (see for_each_link).
+  void add_link(std::size_t rank, std::size_t l) { links_.push_back(4 * rank + l); }
+  /// The group being added is complete; its transfer's end comes at `order` among the events of
+  /// its time.
+  void close_group(std::uint64_t order) {
+    begin_.push_back(links_.size());
+    order_.push_back(order);
+  }
+
+  /// Group g's transfer starts at `t`: after `latency` us, `work` us of bandwidth time at the
+  /// full rate, shared with the transfers on its links.
+  void start(std::size_t g, double t, double latency, double work) {
+    transfer& x = transfers_[g];
+    x.work = x.left = work;
+    x.since = t + latency;
+    x.in_flight = true;
+    for (const std::size_t l : links_of(g)) on_link_[l].push_back(g);
+    if (links_of(g).empty()) rerate(g, t);
+    else reshare(links_of(g), t);
+  }
+  /// Group g's transfer ends at `t` (for every member at once), if it is in flight: its links are
+  /// shared by fewer.
+  void end(std::size_t g, double t) {
+    if (!transfers_[g].in_flight) return;
+    transfers_[g].in_flight = false;
+    for (const std::size_t l : links_of(g)) std::erase(on_link_[l], g);
+    reshare(links_of(g), t);
+  }
+  /// When group g's transfer ends, as things stand.
+  double end_of(std::size_t g) const { return transfers_[g].end; }
+  /// The bandwidth part of group g's transfer, at the full rate.
+  double work_of(std::size_t g) const { return transfers_[g].work; }
+
+ private:
+  struct transfer {
+    double work = 0;   ///< the bandwidth part of its time, at the full rate
+    double left = 0;   ///< of which left, in microseconds at the full rate
+    double rate = 1;   ///< its share now
+    double since = 0;  ///< when `left` was last brought up to date (or its latency ends)
+    double end = never;
+    bool in_flight = false;  ///< on its links
+  };
+  std::span<const std::size_t> links_of(std::size_t g) const {
+    return std::span<const std::size_t>(links_.data() + begin_[g], begin_[g + 1] - begin_[g]);
+  }
+  /// Brings transfer g up to date at `t` and gives it its share now; it ends when its work is
+  /// done at that rate.
+  void rerate(std::size_t g, double t) {
+    transfer& x = transfers_[g];
+    if (t > x.since) {  // past its latency: its work progressed at the old rate
+      x.left = std::max(0.0, x.left - (t - x.since) * x.rate);
+      x.since = t;
+    }
+    x.rate = 1;
+    for (const std::size_t l : links_of(g)) x.rate = std::min(x.rate, 1.0 / static_cast<double>(on_link_[l].size()));
+    x.end = x.since + x.left / x.rate;
+    timers_.set(first_timer_ + g, x.end, order_[g]);
+  }
+  /// A transfer started or ended on `g_links` at `t`: every transfer in flight on one of them
+  /// gets its new share.
+  void reshare(std::span<const std::size_t> g_links, double t) {
+    touched_.clear();
+    for (const std::size_t l : g_links) touched_.insert(touched_.end(), on_link_[l].begin(), on_link_[l].end());
+    std::sort(touched_.begin(), touched_.end());
+    touched_.erase(std::unique(touched_.begin(), touched_.end()), touched_.end());
+    for (const std::size_t h : touched_) rerate(h, t);
+  }
+
+  timer_queue& timers_;
+  std::size_t first_timer_;
+  std::vector<transfer> transfers_;
+  std::vector<std::vector<std::size_t>> on_link_;  ///< groups in flight per link
+  std::vector<std::size_t> links_, begin_;  ///< group g loads links_[begin_[g] .. begin_[g + 1])
+  std::vector<std::uint64_t> order_;
+  std::vector<std::size_t> touched_;
+};
+
+}  // namespace overlap::sim::detail

@@ -1,0 +1,146 @@
+#pragma once
+/// @file
+/// The SM pool of the event loop (see simulator.hpp): who holds a rank's SMs. A compute kernel
+/// takes every free SM (one at least); a communication kernel takes the SMs it asks for from the
+/// free pool, and from running kernels when there are too few: a GEMM gives them up at the end of
+/// its current wave (a persistent GEMM only at its end), other kernels at once. A kernel that
+/// gave SMs up runs slower until they come back when the communication kernel ends.
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+
+#include <overlap/sim/engine/state.hpp>
+
+namespace overlap::sim::detail {
+
+class sm_pool {
+ public:
+  explicit sm_pool(step_context& c) : c_(c), own_model_(c.cost.analytic_compute()) {}
+
+  /// Compute op i of rank pi starts at `t` on all of the rank's free SMs; false, with nothing
+  /// started, when there are none.
+  bool start_compute(std::size_t pi, std::size_t i, double t) {
+    rank_state& rs = c_.ranks[pi];
+    if (rs.free_sms < 1) return false;
+    op_state& s = rs.ops[i];
+    const double duration = c_.checked(rs.free_sms == c_.m.sms ? s.whole_us : on_sms(pi, i, rs.free_sms), pi, i);
+    // Filled in place: a record built aside and copied in stalls on its partial stores.
+    computing& k = rs.running.emplace_back();
+    k.op = i;
+    k.sms = rs.free_sms;
+    k.since = t;
+    k.duration = duration;
+    rs.free_sms = 0;
+    s.now = state::running;
+    s.start = t;
+    s.end = t + duration;
+    c_.ends_at(pi, i);
+    rs.sms_changed();
+    return true;
+  }
+
+  /// Communication op i of rank pi, whose kernel asks for `want` SMs, takes them at `t`; false,
+  /// with a wake-up set where SMs retire later, when it has to wait for them.
+  bool seat_communication(std::size_t pi, std::size_t i, int want, double t) {
+    rank_state& rs = c_.ranks[pi];
+    if (rs.free_sms < want) {
+      if (!c_.m.persistent_gemms) {
+        const double retire = wave_end(pi, t);
+        if (retire > t) {
+          c_.wake_up(pi, retire);
+          return false;
+        }
+      }
+      take(pi, want - rs.free_sms, t);
+    }
+    if (want > 0 && rs.free_sms < 1) return false;
+    op_state& s = rs.ops[i];
+    s.sms = std::min(rs.free_sms, want);
+    rs.free_sms -= s.sms;
+    return true;
+  }
+
+  /// Op i of rank pi ended at `t`: its SMs go back to the pool, and a communication kernel's to
+  /// the compute kernels it slowed.
+  void release(std::size_t pi, std::size_t i, double t) {
+    rank_state& rs = c_.ranks[pi];
+    rs.sms_changed();
+    if (rs.ops[i].kind == schedule::op_kind::compute) {
+      const auto k = std::find_if(rs.running.begin(), rs.running.end(), [&](const computing& x) { return x.op == i; });
+      rs.free_sms += k->sms;
+      rs.running.erase(k);
+    } else {
+      rs.free_sms += rs.ops[i].sms;
+      give_back(pi, t);
+    }
+  }
+
+ private:
+  /// Compute op i of rank pi on `sms` SMs: this library's model stretches the whole-GPU time the
+  /// set-up kept; a derived model is asked.
+  double on_sms(std::size_t pi, std::size_t i, int sms) const {
+    const schedule::op& o = c_.programs[pi].ops[i];
+    return own_model_ ? c_.cost.stretched_us(o, sms, c_.ranks[pi].ops[i].whole_us) : c_.cost.compute_us(o, sms);
+  }
+  /// A running compute op's SMs become `sms` at `t`: the work left runs at the new count's speed.
+  void resize(std::size_t pi, computing& k, int sms, double t) {
+    k.done = std::min(1.0, k.done + (k.duration > 0 ? (t - k.since) / k.duration : 1.0));
+    k.since = t;
+    k.sms = sms;
+    k.duration = c_.checked(on_sms(pi, k.op, sms), pi, k.op);
+    k.wave = -1;
+    c_.ranks[pi].ops[k.op].end = t + (1 - k.done) * k.duration;
+    c_.ends_at(pi, k.op);
+  }
+  /// The time of one wave of running compute op `k` of rank pi on its SMs (0: not in waves).
+  double wave_of(std::size_t pi, computing& k) const {
+    if (k.wave < 0) k.wave = c_.cost.wave_us(c_.programs[pi].ops[k.op], k.sms);
+    return k.wave;
+  }
+  /// When the first running compute op of the rank whose blocks hold SMs ends its current wave
+  /// (`t` if one is at a wave's end, or none has waves).
+  double wave_end(std::size_t pi, double t) const {
+    double first = never;
+    for (computing& k : c_.ranks[pi].running) {
+      if (wave_of(pi, k) <= 0) return t;
+      if (t - k.since < 1e-9) {  // blocks placed now (the op started or changed SMs) hold a whole wave
+        first = std::min(first, t + k.wave);
+        continue;
+      }
+      const double left = std::fmod(c_.ranks[pi].ops[k.op].end - t, k.wave);
+      first = std::min(first, left < 1e-6 * k.wave || k.wave - left < 1e-6 * k.wave ? t : t + left);
+    }
+    return first == never ? t : first;
+  }
+  /// Moves up to `count` SMs from the rank's running compute ops to its free pool.
+  void take(std::size_t pi, int count, double t) {
+    rank_state& rs = c_.ranks[pi];
+    for (computing& k : rs.running) {
+      if (count <= 0) break;
+      const int have = k.sms;
+      if (have < 2 || (c_.m.persistent_gemms && wave_of(pi, k) > 0)) continue;
+      const int taken = std::min(count, have - 1);
+      resize(pi, k, have - taken, t);
+      rs.free_sms += taken;
+      count -= taken;
+    }
+  }
+  /// Returns free SMs to the rank's running compute ops that were slowed, which speed up again.
+  void give_back(std::size_t pi, double t) {
+    rank_state& rs = c_.ranks[pi];
+    for (computing& k : rs.running) {
+      if (rs.free_sms <= 0) break;
+      const int have = k.sms;
+      if (have >= c_.m.sms) continue;
+      const int given = std::min(rs.free_sms, c_.m.sms - have);
+      rs.free_sms -= given;
+      resize(pi, k, have + given, t);
+    }
+  }
+
+  step_context& c_;
+  bool own_model_;
+};
+
+}  // namespace overlap::sim::detail
