@@ -30,7 +30,7 @@ release="$root/build/g++-release"
 echo "== g++ Release: configure and build the benches and overlap-plan in $release"
 cmake -S "$root" -B "$release" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=g++ \
       -DOVERLAP_NVCC_CHECKS=OFF -DOVERLAP_BUILD_EXAMPLES=OFF >/dev/null
-cmake --build "$release" -j "$jobs" --target bench_schedule_quality bench_sim_speed bench_fidelity overlap-plan
+cmake --build "$release" -j "$jobs" --target bench_schedule_quality bench_sim_speed bench_fidelity bench_concurrency overlap-plan
 echo "== g++ Release: benches (each prints one JSON object)"
-ctest --test-dir "$release" -R '^bench\.(schedule_quality|sim_speed|fidelity)$' -V || status=1
+ctest --test-dir "$release" -R '^bench\.(schedule_quality|sim_speed|fidelity|concurrency)$' -V || status=1
 exit $status
