@@ -78,28 +78,40 @@ int main() {
     std::fprintf(stderr, "concurrency: cannot read data/measured-h200/concurrency.jsonl\n");
     return 1;
   }
-  const sim::cost_model cost(sim::h200_node());
+  // Each pattern ran for 2-35 ms after a warm-up, a burst: the GPU never reached its power limit
+  // (it takes about a second; data/measured-h200/memory_and_clock.jsonl), so no sustained clock.
+  sim::machine h200 = sim::h200_node();
+  h200.sustained_load = false;
+  const sim::cost_model cost(h200);
   struct row {
     std::string pattern;
     int cdmc, priority, blocks;
     double measured_us;
   };
   std::vector<row> rows;
-  std::map<int, double> c_alone;  // C alone at CDMC 1, per block count
+  // C alone at CDMC 1, per width: the "C" row for 16 CTAs; for 132 and 2 CTAs, the last C of a
+  // pattern at CDMC 1 (GC, GCGCGCGC), which runs after every GEMM has ended.
+  std::map<int, double> c_alone;
   for (std::string line; std::getline(in, line);) {
     const nlohmann::json j = nlohmann::json::parse(line);
     if (!j.value("source", std::string()).starts_with("concur.py")) continue;
     rows.push_back({j.at("pattern").get<std::string>(), std::stoi(j.at("cdmc").get<std::string>()),
                     j.at("prio_comm").get<int>(), j.at("blocks").get<int>(), j.at("total_us").get<double>()});
-    if (rows.back().pattern == "C" && rows.back().cdmc == 1) c_alone[rows.back().blocks] = rows.back().measured_us;
+    const row& r = rows.back();
+    if (r.cdmc != 1 || r.priority != 0) continue;
+    if (r.pattern == "C") c_alone[r.blocks] = r.measured_us;
+    if (r.blocks != 16 && !j.at("comm_us").empty()) {
+      const auto& last = j.at("comm_us").back();
+      c_alone[r.blocks] = last.at(1).get<double>() - last.at(0).get<double>();
+    }
   }
-  // Only C of 16 CTAs was measured alone: a C of other widths moves the same bytes.
-  const std::int64_t bytes = bytes_for(cost, 16, c_alone.at(16));
+  std::map<int, std::int64_t> bytes;
+  for (const auto& [blocks, us] : c_alone) bytes[blocks] = bytes_for(cost, blocks, us);
   nlohmann::json records = nlohmann::json::array();
   int totals = 0, totals_within = 0, ratios = 0, ratios_within = 0;
   std::map<std::tuple<std::string, int, int>, std::map<int, std::pair<double, double>>> by_cdmc;
   for (const row& r : rows) {
-    const double simulated = simulate(cost, r.pattern, r.cdmc, r.priority, r.blocks, bytes);
+    const double simulated = simulate(cost, r.pattern, r.cdmc, r.priority, r.blocks, bytes.at(r.blocks));
     const bool within = std::abs(simulated / r.measured_us - 1) <= 0.10;
     ++totals;
     totals_within += within;
@@ -123,6 +135,7 @@ int main() {
     }
   }
   const nlohmann::json out{{"records", records},
+                           {"c_alone_us", c_alone},
                            {"c_bytes", bytes},
                            {"within", {{"totals", totals_within}, {"of_totals", totals}, {"ratios", ratios_within},
                                        {"of_ratios", ratios}}},
