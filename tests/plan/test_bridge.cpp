@@ -169,19 +169,57 @@ TEST_CASE("Hydra overrides apply on top, with their own place in messages") {
   op::document doc = op::parse_text("model: {tensor_model_parallel_size: 2}\n", "test.yaml", false);
   op::apply_override(doc, "model.tensor_model_parallel_size=4");
   op::apply_override(doc, "+comm_overlap.tp_comm_overlap=true");
-  op::apply_override(doc, "model.recompute_modules=[core_attn,mlp]");
+  op::apply_override(doc, "++model.recompute_modules=[core_attn,mlp]");
   op::bridge_config c = op::read_config(doc, {.process_environment = false});
   CHECK(c.settings.tensor_model_parallel_size == 4);
   CHECK(c.settings.tp_comm_overlap == true);
   CHECK(c.settings.recompute_modules.contains(ov::module::mlp));
-  op::apply_override(doc, "model.sequence_parallel=yes");
+  op::apply_override(doc, "++model.sequence_parallel=yes");
   try {
     op::read_config(doc, {.process_environment = false});
     FAIL("no error");
   } catch (const op::input_error& e) {
-    CHECK(std::string(e.what()) == "override 'model.sequence_parallel=yes': model.sequence_parallel: expected true or false, got \"yes\"");
+    CHECK(std::string(e.what()) == "override '++model.sequence_parallel=yes': model.sequence_parallel: expected true or false, got \"yes\"");
   }
   CHECK_THROWS_AS(op::apply_override(doc, "model.tensor_model_parallel_size.x=1"), op::input_error);
   op::apply_override(doc, "~model.sequence_parallel");
   CHECK(op::read_config(doc, {.process_environment = false}).settings.sequence_parallel == false);
+}
+
+TEST_CASE("overrides follow Hydra: a key the config lacks, or one added twice, is an error") {
+  op::document doc = op::parse_text("model: {tensor_model_parallel_size: 2, pipeline_model_parallel_size: 1}\n"
+                                    "train: {global_batch_size: 8}\n", "test.yaml", false);
+  const auto message = [&](std::string_view o) {
+    try {
+      op::apply_override(doc, o);
+    } catch (const op::input_error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  // A typo in a key or a section: never silently added; the closest keys are named.
+  CHECK(message("model.tensor_model_paralel_size=4") ==
+        "override 'model.tensor_model_paralel_size=4': the config has no \"model.tensor_model_paralel_size\"; did you "
+        "mean model.tensor_model_parallel_size? (+model.tensor_model_paralel_size=... adds a key, "
+        "++model.tensor_model_paralel_size=... sets or adds)");
+  CHECK(message("modle.x=1").starts_with("override 'modle.x=1': the config has no \"modle\"; did you mean model?"));
+  CHECK(message("nothing_like_it=1").find("did you mean") == std::string::npos);
+  // + adds only what is absent; ++ sets or adds; ~ deletes only what is there.
+  CHECK(message("+model.tensor_model_parallel_size=4").starts_with(
+      "override '+model.tensor_model_parallel_size=4': model.tensor_model_parallel_size is already in the config (at "
+      "test.yaml:1:"));
+  CHECK(message("~model.sequence_parallel").starts_with("override '~model.sequence_parallel': the config has no"));
+  CHECK(message("+model.sequence_parallel=true") == "no error");
+  CHECK(message("++model.sequence_parallel=false") == "no error");
+  CHECK(message("++optimizer.lr=0.1") == "no error");
+  CHECK(message("~model.sequence_parallel") == "no error");
+  const op::bridge_config c = op::read_config(doc, {.process_environment = false});
+  CHECK(c.settings.tensor_model_parallel_size == 2);
+  CHECK_FALSE(c.settings.sequence_parallel);
+  // Building a fragment: every form but ~ sets or adds.
+  op::document fragment;
+  op::apply_override(fragment, "model.tensor_model_parallel_size=4", op::override_mode::set_or_add);
+  CHECK(fragment.tree["model"]["tensor_model_parallel_size"] == 4);
+  CHECK(op::detail::edit_distance("paralel", "parallel") == 1);
+  CHECK(op::detail::edit_distance("", "abc") == 3);
 }

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <limits>
 #include <map>
+#include <set>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -45,6 +46,7 @@ struct bridge_config {
   ov::settings settings;
   ov::schedule::workload workload;
   std::map<std::string, std::string> path_of;  ///< settings field -> the Bridge path that holds it
+  std::set<std::string> in_document;           ///< those paths the document holds (a Hydra `a.b=v` needs one)
   std::vector<std::string> notes;              ///< precedence, dp derivation, fields not honoured
   std::vector<std::string> missing_workload;   ///< model/train fields the simulator needs and lacks
   int global_batch_size = 0;
@@ -630,6 +632,8 @@ inline bridge_config read_config(const document& doc, const read_options& opt = 
         notes.push_back(o.path + " = " + shown(o.value) + " has no effect: " + o.why + ", so the run has " +
                         o.field + " = " + shown(now));
     });
+  for (const auto& [field, path] : out.path_of)
+    if (find(tree, path)) out.in_document.insert(path);
   return out;
 }
 

@@ -41,8 +41,10 @@ usage:
   overlap-plan tune     CONFIG [options] [--machine h100|h200] [--profile FILE] [OVERRIDE...]
 
 CONFIG is Bridge's ConfigContainer dump: YAML (cfg.to_yaml()) or the same as JSON (.json, or a
-file that starts with '{'). OVERRIDE is Hydra style, applied on top in order:
-  model.tensor_model_parallel_size=4   +comm_overlap.delay_wgrad_compute=true   ~ddp.bucket_size
+file that starts with '{'). OVERRIDE has Hydra's semantics, applied on top in order:
+  model.tensor_model_parallel_size=4   sets a key the config holds (else exit 2, naming the closest)
+  +comm_overlap.delay_wgrad_compute=true   adds one it lacks     ++a.b=v   sets or adds
+  ~ddp.bucket_size                     deletes one it holds
 
 check     validates the config (same rule ids and messages as the C++ static_asserts), names the
           config field behind each violation and the overrides that fix it, prints the resolved
@@ -199,20 +201,24 @@ std::string override_value(const T& v) {
   }
 }
 
-/// The override that sets settings field `field` to `v`, at the place the config reads it from.
+/// The override that sets settings field `field` to `v`, at the place the config reads it from:
+/// Hydra's `a.b=v` where the config holds a.b, `++a.b=v` (set or add) where it does not.
 template <class T>
 std::string override_for(const overlap_plan::bridge_config& c, std::string_view field, const T& v) {
   const std::string path = c.path_of.at(std::string(field));
+  const auto set = [&](const std::string& p, const std::string& value) {
+    return (c.in_document.contains(p) ? "" : "++") + p + "=" + value;
+  };
   if constexpr (std::is_same_v<T, ov::dtype>) {
     const std::string section = path.substr(0, path.find('.'));
-    if (v == ov::dtype::fp32) return section + ".bf16=false " + section + ".fp16=false";
-    return section + "." + std::string(ov::to_string(v)) + "=true";
+    if (v == ov::dtype::fp32) return set(section + ".bf16", "false") + " " + set(section + ".fp16", "false");
+    return set(section + "." + std::string(ov::to_string(v)), "true");
   } else {
     if constexpr (std::is_same_v<T, bool>)
-      if (field == "use_dist_ckpt") return std::string("checkpoint.ckpt_format=") + (v ? "torch_dist" : "torch");
+      if (field == "use_dist_ckpt") return set("checkpoint.ckpt_format", v ? "torch_dist" : "torch");
     if (path.starts_with("--")) return path + " " + override_value(v);
     if (path.starts_with("environment ")) return "(environment) " + path.substr(12) + "=" + override_value(v);
-    return path + "=" + override_value(v);
+    return set(path, override_value(v));
   }
 }
 
@@ -564,6 +570,10 @@ std::vector<knob> free_knobs(const overlap_plan::document& doc, const overlap_pl
       ch.apply(x);
       return ov::derive(x) == r;
     });
+  // Each knob sets keys the config does not give (absent or null): Hydra's set-or-add, `++`.
+  for (knob& k : out)
+    for (choice& ch : k.choices)
+      for (std::string& o : ch.overrides) o = "++" + o;
   return out;
 }
 
@@ -704,7 +714,7 @@ int run_tune(const cli& args, const overlap_plan::document& doc, const overlap_p
   for (std::size_t i = 0; i < knobs.size(); ++i)
     for (const std::string& o : knobs[i].choices[best[i]].overrides) overrides.push_back(o);
   overlap_plan::document fragment_doc;
-  for (const std::string& o : overrides) overlap_plan::apply_override(fragment_doc, o);
+  for (const std::string& o : overrides) overlap_plan::apply_override(fragment_doc, o, overlap_plan::override_mode::set_or_add);
   const std::string yaml = overrides.empty() ? "" : overlap_plan::to_yaml(fragment_doc.tree);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
 

@@ -8,6 +8,7 @@
 // that is too large, too deep or expands too much (YAML aliases) is refused with a message
 // before it can exhaust memory or the stack.
 
+#include <algorithm>
 #include <charconv>
 #include <cstddef>
 #include <cstdint>
@@ -19,6 +20,8 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
@@ -244,35 +247,91 @@ inline document read_file(const std::string& path) {
   return parse_text(s, path, as_json);
 }
 
-/// Applies one Hydra-style override: `a.b=value` (value parsed as a YAML scalar or flow
-/// collection), `+a.b=value` (same: adds), `~a.b` (removes). Missing sections are created.
-inline void apply_override(document& doc, std::string_view text) {
+/// How an override treats a key the document does not hold (`hydra`: as Hydra does).
+enum class override_mode { hydra, set_or_add };
+
+namespace detail {
+
+/// Levenshtein distance between `a` and `b` (short keys: a row at a time).
+inline std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
+}
+
+/// "; did you mean a.b or a.c?": the keys of `section` (at `prefix`) closest to `key`, at most
+/// three within a fifth of its length (two edits for short keys); empty when none is close.
+inline std::string closest_keys(const json& section, const std::string& prefix, const std::string& key) {
+  if (!section.is_object()) return "";
+  std::vector<std::pair<std::size_t, std::string>> near;
+  const std::size_t most = std::max<std::size_t>(2, key.size() / 5);
+  for (const auto& [k, v] : section.items())
+    if (const std::size_t d = edit_distance(key, k); d <= most) near.emplace_back(d, k);
+  if (near.empty()) return "";
+  std::sort(near.begin(), near.end());
+  std::string out = "; did you mean ";
+  for (std::size_t i = 0; i < near.size() && i < 3; ++i)
+    out += (i == 0 ? "" : i + 1 == std::min<std::size_t>(near.size(), 3) ? " or " : ", ") + prefix + near[i].second;
+  return out + "?";
+}
+
+}  // namespace detail
+
+/// Applies one override with Hydra's semantics: `a.b=value` sets a key the document holds (a key
+/// it does not hold is an error naming the closest ones: a typo is never silently added),
+/// `+a.b=value` adds one it does not hold (one it holds is an error), `++a.b=value` sets or adds,
+/// `~a.b` deletes one it holds. The value is parsed as a YAML scalar or flow collection; sections
+/// that `+` or `++` need are created. `set_or_add` reads every form but `~` as `++` (for building
+/// a fragment from overrides). Throws input_error (exit status 2).
+inline void apply_override(document& doc, std::string_view text, override_mode mode = override_mode::hydra) {
   const std::string where = "override '" + std::string(text) + "'";
   if (text.empty()) throw input_error("empty override; write section.field=value");
-  bool remove = false;
+  enum { set, add, set_or_add, remove } op = set;
   if (text[0] == '~') {
-    remove = true;
+    op = remove;
     text.remove_prefix(1);
   } else if (text.starts_with("++")) {
+    op = set_or_add;
     text.remove_prefix(2);
   } else if (text[0] == '+') {
+    op = add;
     text.remove_prefix(1);
   }
+  if (mode == override_mode::set_or_add && op != remove) op = set_or_add;
   const auto eq = text.find('=');
-  if (!remove && eq == std::string_view::npos) throw input_error(where + ": expected section.field=value");
-  const std::string path(remove ? text.substr(0, eq) : text.substr(0, eq));
+  if (op != remove && eq == std::string_view::npos) throw input_error(where + ": expected section.field=value");
+  const std::string path(text.substr(0, eq));
   if (path.empty() || path.front() == '.' || path.back() == '.' || path.find("..") != std::string::npos)
     throw input_error(where + ": " + quote_text(path) + " is not a dotted field path");
+  const auto absent = [&](const json& section, const std::string& prefix, const std::string& key, const std::string& at) {
+    return input_error(where + ": the config has no " + quote_text(at) + detail::closest_keys(section, prefix, key) +
+                       (op == remove ? "" : " (+" + path + "=... adds a key, ++" + path + "=... sets or adds)"));
+  };
   json* node = &doc.tree;
   std::size_t start = 0;
   for (;;) {
     const auto dot = path.find('.', start);
     const std::string key = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
-    const std::string prefix = path.substr(0, dot);
+    const std::string prefix = path.substr(0, start);  // "a.b." before this key
+    const bool holds = node->is_object() && node->contains(key);
     if (dot == std::string::npos) {
-      if (remove) {
+      if (!holds && (op == set || op == remove)) throw absent(*node, prefix, key, path);
+      if (holds && op == add)
+        throw input_error(where + ": " + path + " is already in the config (at " + doc.at(path) + "); " + path +
+                          "=... sets it, ++" + path + "=... sets or adds");
+      if (op == remove) {
         node->erase(key);
-        doc.where.erase(path);
+        for (auto it = doc.where.lower_bound(path); it != doc.where.end() && it->first.starts_with(path);)
+          it = doc.where.erase(it);
         return;
       }
       json value;
@@ -292,10 +351,11 @@ inline void apply_override(document& doc, std::string_view text) {
       doc.where[path] = where;
       return;
     }
+    if (!holds && (op == set || op == remove)) throw absent(*node, prefix, key, prefix + key);
     json& next = (*node)[key];
     if (next.is_null()) next = json::object();
     if (!next.is_object())
-      throw input_error(where + ": " + prefix + " is " + shown(next) + ", not a section");
+      throw input_error(where + ": " + prefix + key + " is " + shown(next) + ", not a section");
     node = &next;
     start = dot + 1;
   }
