@@ -8,7 +8,9 @@
 // {"records":[...]}: per measured row, the measured and simulated totals and their ratio; per
 // pattern, the CDMC 8 / CDMC 1 (and 32 / 1) ratio, measured and simulated. The issue on the GPU's
 // SM and queue behaviour asks for every total within 10 % and every ratio within 0.1; the bench
-// prints how many are, unpinned: the model does not meet them yet (see "within").
+// prints how many are ("within"), and fails (exit 1) when a total leaves +-15 % or a ratio +-0.2:
+// the band it is pinned to (two rows miss the issue's bar: CG at CDMC 1, which the two measuring
+// scripts put at 1,821 and 1,628 us, and GC at CDMC 32, 10 % slower measured than at CDMC 8).
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -109,12 +111,14 @@ int main() {
   for (const auto& [blocks, us] : c_alone) bytes[blocks] = bytes_for(cost, blocks, us);
   nlohmann::json records = nlohmann::json::array();
   int totals = 0, totals_within = 0, ratios = 0, ratios_within = 0;
+  bool pinned_ok = true;
   std::map<std::tuple<std::string, int, int>, std::map<int, std::pair<double, double>>> by_cdmc;
   for (const row& r : rows) {
     const double simulated = simulate(cost, r.pattern, r.cdmc, r.priority, r.blocks, bytes.at(r.blocks));
     const bool within = std::abs(simulated / r.measured_us - 1) <= 0.10;
     ++totals;
     totals_within += within;
+    pinned_ok = pinned_ok && std::abs(simulated / r.measured_us - 1) <= 0.15;
     by_cdmc[{r.pattern, r.priority, r.blocks}][r.cdmc] = {r.measured_us, simulated};
     records.push_back({{"pattern", r.pattern}, {"cdmc", r.cdmc}, {"priority", r.priority}, {"blocks", r.blocks},
                        {"measured_us", r.measured_us}, {"simulated_us", std::round(simulated * 10) / 10},
@@ -128,6 +132,7 @@ int main() {
       const bool within = std::abs(simulated - measured) <= 0.1;
       ++ratios;
       ratios_within += within;
+      pinned_ok = pinned_ok && std::abs(simulated - measured) <= 0.2;
       records.push_back({{"pattern", std::get<0>(key)}, {"priority", std::get<1>(key)}, {"blocks", std::get<2>(key)},
                          {"cdmc_ratio", std::to_string(cdmc) + "/1"},
                          {"measured", std::round(measured * 1000) / 1000},
@@ -139,6 +144,8 @@ int main() {
                            {"c_bytes", bytes},
                            {"within", {{"totals", totals_within}, {"of_totals", totals}, {"ratios", ratios_within},
                                        {"of_ratios", ratios}}},
-                           {"pinned", false}};
+                           {"pinned", "totals within 15 %, ratios within 0.2"},
+                           {"in_band", pinned_ok}};
   std::printf("%s\n", out.dump(1).c_str());
+  return pinned_ok ? 0 : 1;
 }

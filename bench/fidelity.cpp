@@ -18,8 +18,10 @@
 //   no better than -5 % at GBS 64 (the band for in-node EP <= 4).
 // - EP8 inside one node (dp8 ep8): no A/B is published; the record extrapolates the guidance,
 //   unpinned, with the same band.
-// - TP comm overlap at CUDA_DEVICE_MAX_CONNECTIONS 1 vs 8: upstream requires 1 because TP's
-//   communication kernels queue behind the GEMMs otherwise; band: 1 is faster.
+// - TP comm overlap at CUDA_DEVICE_MAX_CONNECTIONS 1 vs 8: upstream requires 1. At 8 a reduce-
+//   scatter dispatched while the next split's GEMM holds every SM is placed in that GEMM's tail,
+//   packed four CTAs to an SM, and runs slow for its life (measured on an H200: bench/concurrency);
+//   band: 1 is faster.
 // - the dense example's model-flops utilization: public Megatron-Core runs on H100 report 41-48 %
 //   (NVIDIA/Megatron-LM README, performance benchmarking); band 30 % .. 60 %.
 // - NVIDIA's published bf16 Llama 3.1 runs on DGX-H100 (NVIDIA/dgxc-benchmarking, llama3.1

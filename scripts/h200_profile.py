@@ -72,6 +72,10 @@ profile = {
         'gemm_alone_us': concurrency['G']['total_us'],
         'copy_alone_us': concurrency['C']['total_us'],
         'side_by_side_us': concurrency['CG']['total_us'],
+        # The copy's own time packed on the GEMM tail's first SMs: first CTA start to last end.
+        'copy_packed_us': round(packed[0]['comm'][0]['last_end'] - packed[0]['comm'][0]['first_start'], 1),
+        # The copy's own time beside the GEMM (CG: the copy first, one CTA to an SM).
+        'copy_beside_gemm_us': round(concurrency['CG']['comm'][0]['last_end'] - concurrency['CG']['comm'][0]['first_start'], 1),
     },
 }
 (root / 'data' / 'profiles' / 'h200.json').write_text(json.dumps(profile, indent=1) + '\n')
@@ -126,7 +130,7 @@ inline std::shared_ptr<const profile> h200_profile() {{
 {grouped_text}}},
       .attention = {{
 {attention_text}}},
-      .concurrency = {{{c['copy_ctas']}, {c['copy_ctas_per_sm']}, {c['gemm_alone_us']!r}, {c['copy_alone_us']!r}, {c['side_by_side_us']!r}}}}});
+      .concurrency = {{{c['copy_ctas']}, {c['copy_ctas_per_sm']}, {c['gemm_alone_us']!r}, {c['copy_alone_us']!r}, {c['side_by_side_us']!r}, {c['copy_packed_us']!r}, {c['copy_beside_gemm_us']!r}}}}});
   return built;
 }}
 

@@ -1,5 +1,6 @@
-// The DP generator: its programs verify, and on an H100 node with a compute-bound backward only
-// the last bucket's reduction is exposed.
+// The DP generator: its programs verify, and on an H100 node with a compute-bound backward and
+// one hardware queue only the last bucket's reduction is exposed (with eight, more: the reductions
+// are placed packed in the GEMMs' tails).
 #include <doctest/doctest.h>
 
 #include <optional>
@@ -56,7 +57,9 @@ std::vector<const sc::op*> ops_of(const sc::program& p, sc::op_type type) {
 
 TEST_CASE("bucket_size changes the buckets, the program and the exposed DP time") {
   // A compute-bound backward (4,096 tokens) and a small vocabulary, so that what is exposed is
-  // the reductions left at the end, not an output layer bucket or a network-bound DP stream.
+  // the reductions left at the end, not an output layer bucket or a network-bound DP stream. One
+  // hardware queue, as Megatron's launch scripts set it: each reduction starts when the GEMM
+  // before it in issue order ends (see the next test for eight).
   sc::workload w{.num_layers = 8, .micro_batches = 2, .seq_length = 4096, .vocab_size = 1024};
   const ov::sim::cost_model h100(ov::sim::h100_node());
   const auto run = [&](auto cfg) {
@@ -64,7 +67,7 @@ TEST_CASE("bucket_size changes the buckets, the program and the exposed DP time"
     const auto step = step_of<c>(w);
     INFO(ov::verify::verify_report(step));
     CHECK(ov::verify::verify(step).empty());
-    const auto r = ov::sim::simulate(step, h100);
+    const auto r = ov::sim::simulate(step, h100, {.cuda_device_max_connections = 1});
     REQUIRE_FALSE(r.deadlock);
     return std::make_pair(ops_of(step[0], sc::op_type::dp_grad_reduce).size(), r.exposed_comm_us[dp_family]);
   };
@@ -82,10 +85,10 @@ TEST_CASE("bucket_size changes the buckets, the program and the exposed DP time"
   CHECK(small.first > medium.first);
   CHECK(medium.first > large.first);
   // Large buckets leave more of the last reductions with no backward to hide under; very small
-  // ones pay a collective's latency per bucket, which is why upstream's default is 40 M.
+  // ones pay a collective's latency per bucket, and in one queue each waits for the GEMM issued
+  // before it: upstream's default of 40 M exposes the least.
   CHECK(large.second > 1.5 * medium.second);
-  CHECK(large.second > 1.5 * small.second);
-  CHECK(small.second != doctest::Approx(medium.second).epsilon(0.01));
+  CHECK(small.second > 1.5 * medium.second);
 }
 
 TEST_CASE("with DP overlap and a compute-bound backward only the last buckets' reductions are exposed") {
@@ -100,9 +103,11 @@ TEST_CASE("with DP overlap and a compute-bound backward only the last buckets' r
   CHECK(ov::verify::verify(o_step).empty());
   CHECK(ov::verify::verify(s_step).empty());
 
+  // One hardware queue (as Megatron's launch scripts set it): each reduction is dispatched when
+  // the GEMM before it in issue order ends and runs spread beside the next one.
   const ov::sim::cost_model h100(ov::sim::h100_node());
-  const auto o = ov::sim::simulate(o_step, h100);
-  const auto s = ov::sim::simulate(s_step, h100);
+  const auto o = ov::sim::simulate(o_step, h100, {.cuda_device_max_connections = 1});
+  const auto s = ov::sim::simulate(s_step, h100, {.cuda_device_max_connections = 1});
   REQUIRE_FALSE(o.deadlock);
   // The buckets of the first layer and the embedding become ready when no GEMM is left to hide
   // them (a layer's gradients count as produced when its backward ends; only the memory-bound
@@ -116,6 +121,17 @@ TEST_CASE("with DP overlap and a compute-bound backward only the last buckets' r
   CHECK(o.exposed_comm_us[dp_family] < 0.15 * o.comm_us[dp_family]);
   CHECK(s.exposed_comm_us[dp_family] == doctest::Approx(s.comm_us[dp_family]));
   CHECK(o.step_time_us < s.step_time_us);
+  // Eight queues (CUDA's default): a reduction dispatched while a backward GEMM holds every SM is
+  // placed in that GEMM's tail, packed four CTAs to an SM, and moves at that rate for its life
+  // (measured on an H200: bench/concurrency); the stream of reductions falls behind and more of
+  // it is left at the end. Still better than no overlap.
+  const auto eight = ov::sim::simulate(o_step, h100, {.cuda_device_max_connections = 8});
+  REQUIRE_FALSE(eight.deadlock);
+  MESSAGE("at 8 connections: dp comm " << eight.comm_us[dp_family] << " us, exposed " << eight.exposed_comm_us[dp_family]
+                                       << " us, step " << eight.step_time_us << " us");
+  CHECK(eight.comm_us[dp_family] > 1.3 * o.comm_us[dp_family]);
+  CHECK(eight.exposed_comm_us[dp_family] > 2 * o.exposed_comm_us[dp_family]);
+  CHECK(eight.step_time_us < s.step_time_us);
 }
 
 TEST_CASE("param all-gathers are prefetched one bucket ahead with the distributed optimizer") {

@@ -65,6 +65,8 @@ TEST_CASE("with EP overlap, in the steady state, every all-to-all overlaps the o
   for (const auto& i : r.intervals)
     if (i.rank == 0 && step[0].ops[i.op].kind == sc::op_kind::compute) compute.emplace_back(i.start_us, i.end_us);
   int paired = 0;
+  double forward_combine_us = 0;
+  std::vector<double> backward_combine_us;
   for (const auto& i : r.intervals) {
     const sc::op& o = step[0].ops[i.op];
     if (i.rank != 0 || o.kind != sc::op_kind::collective) continue;
@@ -78,14 +80,26 @@ TEST_CASE("with EP overlap, in the steady state, every all-to-all overlaps the o
     double covered = 0;
     for (const auto& [s, e] : compute) covered += std::max(0.0, std::min(e, i.end_us) - std::max(s, i.start_us));
     CAPTURE(sc::display_name(o));
-    CHECK(covered == doctest::Approx(i.end_us - i.start_us).epsilon(0.01));
+    const double length = i.end_us - i.start_us;
+    if (o.key.type == sc::op_type::ep_combine_bprop) {
+      // Dispatched while the other micro-batch's GEMM holds every SM: placed in that GEMM's tail,
+      // packed four CTAs to an SM, it moves at that placement's rate for its life and outlasts the
+      // compute beside it (measured on an H200 for a copy kernel: bench/concurrency).
+      backward_combine_us.push_back(length);
+      CHECK(covered > 0.3 * length);
+    } else {
+      if (o.key.type == sc::op_type::ep_combine) forward_combine_us = length;
+      CHECK(covered == doctest::Approx(length).epsilon(0.01));
+    }
     ++paired;
   }
   CHECK(paired == 2 * 4 * 3 * 2 - 1);  // (dispatch + combine) x layers x 3 pairs x (F and B)
+  REQUIRE(forward_combine_us > 0);
+  for (const double us : backward_combine_us) CHECK(us > 2 * forward_combine_us);
   MESSAGE("ep exposed: " << r.exposed_comm_us[ep_family] << " us overlapped vs "
                          << base.exposed_comm_us[ep_family] << " us; step " << r.step_time_us
                          << " vs " << base.step_time_us << " us");
-  CHECK(r.exposed_comm_us[ep_family] < 0.35 * base.exposed_comm_us[ep_family]);
+  CHECK(r.exposed_comm_us[ep_family] < 0.6 * base.exposed_comm_us[ep_family]);
   CHECK(r.step_time_us < base.step_time_us);
 }
 

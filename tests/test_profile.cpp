@@ -292,6 +292,37 @@ TEST_CASE("the H100 preset computes as the H200 profile with the H100's memory")
   CHECK(no_table.compute_us(fwd, 132) == sim::cost_model(analytic).compute_us(fwd, 132));
 }
 
+TEST_CASE("the two-stream probe sets the SM model of the H200 and H100 presets") {
+  // data/measured-h200/concurrency.jsonl (concur2.py): the copy kernel of 16 CTAs alone 1,082 us;
+  // packed 4 to an SM on 4 SMs in a GEMM's tail, 2,914.2 us; one to an SM beside the GEMM,
+  // 1,265.1 us. An SM moves 16 x 1082 / (4 x 2914.2) = 1.485 CTAs' worth; beside a GEMM 16.9 %
+  // slower.
+  for (const sim::machine& m : {sim::h200_node(), sim::h100_node()}) {
+    CAPTURE(m.name);
+    CHECK(m.comm_ctas_per_sm == 4);
+    CHECK(m.comm_sm_share == doctest::Approx(16 * 1082.0 / (4 * 2914.2)));
+    CHECK(m.comm_interference == doctest::Approx(1265.1 / 1082.0 - 1));
+  }
+  // Without the probe's figures the machine keeps its own (no packing, no interference).
+  sim::machine m = sim::h100_node();
+  m.comm_ctas_per_sm = 0;
+  m.comm_interference = 0;
+  sim::concurrency_probe half = m.profile->concurrency;
+  half.copy_packed_us = 0;
+  half.copy_beside_gemm_us = 0;
+  sim::with_sm_probe(m, half);
+  CHECK(m.comm_ctas_per_sm == 0);
+  CHECK(m.comm_interference == 0);
+  // Out-of-range probe figures are problems.
+  sim::profile p = *sim::h200_profile();
+  p.concurrency.copy_packed_us = -1;
+  p.concurrency.copy_beside_gemm_us = std::nan("");
+  const auto problems = sim::problems(p);
+  CHECK(std::count_if(problems.begin(), problems.end(), [](const std::string& x) {
+          return x.starts_with("concurrency.copy_packed_us") || x.starts_with("concurrency.copy_beside_gemm_us");
+        }) == 2);
+}
+
 TEST_CASE("a profile's problems are named by their JSON paths, all at once") {
   nlohmann::json doc = sim::to_json(*sim::h200_profile());
   doc["version"] = 2;

@@ -98,10 +98,12 @@ TEST_CASE("the composed step with every overlap on hides communication at about 
   }
   MESSAGE("step " << plan.overlap.step_time_us << " us vs " << plan.baseline.step_time_us << " us");
   // On this small model (hidden 2048, EP 2 inside a node) what the overlaps hide is about what
-  // their kernels' SMs cost the GEMMs and what concurrent transfers cost each other on the
-  // shared NVLink: the step stays within 1 % (upstream measured small-EP all-to-all overlap
-  // "flat or slower"). Each family alone gains (plan_families).
-  CHECK(plan.overlap.step_time_us < 1.01 * plan.baseline.step_time_us);
+  // they cost: their kernels' SMs taken from the GEMMs, concurrent transfers sharing NVLink, and,
+  // with EP overlap's eight or more hardware queues (EP-21), communication kernels dispatched
+  // during a GEMM placed packed in its tail (bench/concurrency). The step stays within 5 %
+  // (upstream measured small-EP all-to-all overlap "flat or slower"; the model has it 2 % slower).
+  // Each family alone gains (plan_families).
+  CHECK(plan.overlap.step_time_us < 1.05 * plan.baseline.step_time_us);
   CHECK(exposed < exposed_base);
   // TP hides most of its communication; EP part of it (the unpaired first forward and last
   // backward of each pipeline stage expose theirs); DP has one bucket per stage (its reduction

@@ -105,16 +105,45 @@ TEST_CASE("the pipelined split exposes the reduce-scatter of its last split, wit
   const auto build = [&](sc::detail::tp_builder& b, int in) {
     b.gemm_reduce_scatter(sc::op_type::fc2_fprop, pipeline, {.layer = 0, .micro_batch = 0}, in, 4e12);
   };
+  // Rank 0's kernels that take time, on one stream: the split GEMMs (0) or the reduce-scatters (1).
+  const auto on_stream = [](const ov::sim::result& r, int stream) {
+    std::vector<ov::sim::interval> out;
+    for (const auto& i : r.intervals)
+      if (i.rank == 0 && i.stream == stream && i.end_us > i.start_us) out.push_back(i);
+    return out;
+  };
+  const auto length = [](const ov::sim::interval& i) { return i.end_us - i.start_us; };
+  // One queue: each reduce-scatter is queued before the next split's GEMM, so it starts when its
+  // split ends, beside that GEMM (slower by the memory traffic they share); the last one, with no
+  // GEMM left, is exposed alone.
   const auto one = one_gemm(build, 1);
   REQUIRE_FALSE(one.deadlock);
-  CHECK(one.exposed_comm_us[tp_family] == doctest::Approx(one.comm_us[tp_family] / 4).epsilon(0.05));
-  // With more queues the next split's GEMM, on the compute stream's queue, starts as soon as the
-  // split before it ends and holds every SM (Hopper's GEMMs are persistent): each reduce-scatter
-  // waits one more split, and the last two are exposed.
+  const auto one_gemms = on_stream(one, 0), one_rs = on_stream(one, 1);
+  REQUIRE(one_gemms.size() == 4);
+  REQUIRE(one_rs.size() == 4);
+  for (int k = 0; k < 3; ++k) {
+    CHECK(one_rs[k].start_us == doctest::Approx(one_gemms[k].end_us));
+    CHECK(length(one_rs[k]) > 1.1 * length(one_rs[3]));
+  }
+  CHECK(one.exposed_comm_us[tp_family] == doctest::Approx(length(one_rs[3])).epsilon(0.01));
+  // More queues: the next split's GEMM, on the compute stream's queue, starts as soon as the split
+  // before it ends and holds every SM (Hopper's GEMMs are persistent). Each reduce-scatter is
+  // dispatched from its own queue at once and placed when that GEMM enters its last round of tiles,
+  // packed four CTAs to an SM, and moves at that placement's rate for its life (measured on an
+  // H200: bench/concurrency): it starts later, lasts longer, and more of TP's time is exposed.
+  // (Whether the step is slower at this size depends on what the GEMMs win from SMs the packed
+  // kernels leave them; bench/fidelity holds the direction on a real TP4 step.)
   const auto eight = one_gemm(build, 8);
   REQUIRE_FALSE(eight.deadlock);
-  CHECK(eight.exposed_comm_us[tp_family] == doctest::Approx(eight.comm_us[tp_family] / 2).epsilon(0.05));
-  CHECK(eight.step_time_us > one.step_time_us);
+  const auto eight_gemms = on_stream(eight, 0), eight_rs = on_stream(eight, 1);
+  REQUIRE(eight_gemms.size() == 4);
+  REQUIRE(eight_rs.size() == 4);
+  for (int k = 0; k < 3; ++k) {
+    CHECK(eight_rs[k].start_us > eight_gemms[k + 1].start_us);
+    CHECK(eight_rs[k].start_us < eight_gemms[k + 1].end_us);
+    CHECK(length(eight_rs[k]) > 1.8 * length(one_rs[k]));
+  }
+  CHECK(eight.exposed_comm_us[tp_family] > 1.5 * one.exposed_comm_us[tp_family]);
 }
 
 TEST_CASE("without overlap the all-gather and reduce-scatter are fully exposed") {

@@ -5,6 +5,7 @@
 /// machine with a profile (`profile.hpp`: measured kernel times) takes its compute from it; the
 /// H100 and H200 presets use the H200 profile built in (`profiles/h200.hpp`).
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <utility>
@@ -31,6 +32,19 @@ struct machine {
   double event_us = 0;              ///< host cost to record an event or wait on one (0: launch_us)
   int comm_sms = 0;                 ///< SMs a collective kernel occupies
   int p2p_sms = 0;                  ///< SMs a send or recv kernel occupies
+  /// How many CTAs of a communication kernel (one per NCCL channel, one per SM it asks for) fit
+  /// on one SM. A kernel dispatched while a persistent GEMM on another hardware queue holds the
+  /// SMs is placed on the first SMs the GEMM's tail frees, this many to an SM, and keeps that
+  /// placement for its life (0: not modelled; it waits for the GEMM's end and spreads).
+  int comm_ctas_per_sm = 0;
+  /// What one SM moves with several CTAs of a communication kernel, in CTAs' worth (one CTA alone
+  /// on an SM moves 1): a kernel packed `comm_ctas_per_sm` to an SM transfers at
+  /// SMs x min(CTAs per SM, this) / its CTAs of its spread rate.
+  double comm_sm_share = 1;
+  /// How much slower a communication kernel moves beside compute kernels that fill the rest of
+  /// the GPU than alone (0.17: 17 % slower), from the memory traffic they share; beside compute
+  /// on a fraction f of the other SMs, f of that. 0: no interference.
+  double comm_interference = 0;
   double gemm_efficiency = 1;       ///< achieved fraction of the tensor peak by a large GEMM
   int gemm_tile_m = 0;              ///< output tile one SM computes per wave (0: no wave model)
   int gemm_tile_n = 0;
@@ -69,6 +83,20 @@ struct machine {
   }
 };
 
+/// `m` with what the two-stream probe `c` measured of communication kernels' SMs: the copy kernel
+/// alone (one CTA to an SM) against the same kernel packed on ceil(CTAs / per SM) SMs in a GEMM's
+/// tail (`comm_ctas_per_sm`, `comm_sm_share`) and beside a GEMM on the other SMs
+/// (`comm_interference`). Unchanged where the probe did not measure them.
+inline void with_sm_probe(machine& m, const concurrency_probe& c) {
+  if (c.copy_ctas <= 0 || c.copy_alone_us <= 0) return;
+  if (c.copy_ctas_per_sm > 0 && c.copy_packed_us > 0) {
+    const int packed_sms = (c.copy_ctas + c.copy_ctas_per_sm - 1) / c.copy_ctas_per_sm;
+    m.comm_ctas_per_sm = c.copy_ctas_per_sm;
+    m.comm_sm_share = std::min<double>(c.copy_ctas_per_sm, c.copy_ctas * c.copy_alone_us / (packed_sms * c.copy_packed_us));
+  }
+  if (c.copy_beside_gemm_us > 0) m.comm_interference = std::max(0.0, c.copy_beside_gemm_us / c.copy_alone_us - 1);
+}
+
 /// `m` computing as profile `p` measured (its SMs, memory rate and, where measured, the host's
 /// launch and event costs).
 inline machine with_profile(machine m, std::shared_ptr<const sim::profile> p) {
@@ -78,6 +106,7 @@ inline machine with_profile(machine m, std::shared_ptr<const sim::profile> p) {
     m.memory_efficiency = 1;
     if (p->launch_us > 0) m.launch_us = p->launch_us;
     if (p->event_record_us > 0) m.event_us = p->event_record_us;
+    with_sm_probe(m, p->concurrency);
   }
   m.profile = std::move(p);
   return m;
@@ -102,7 +131,8 @@ inline machine with_profile(machine m, std::shared_ptr<const sim::profile> p) {
 ///   ping-pong kernels launch one CTA per SM that loops over the tiles; CUTLASS's "Blackwell
 ///   Cluster Launch Control" page: with persistent scheduling "the number of SMs this kernel can
 ///   utilize is unknown in real time", which Blackwell's dynamic scheduler fixes). So a
-///   communication kernel launched after a GEMM on another hardware queue waits for the GEMM's end;
+///   communication kernel launched during a GEMM on another hardware queue gets SMs only in the
+///   GEMM's tail, packed on a few of them for its life (measured on an H200: `with_sm_probe`);
 ///   Megatron asserts CUDA_DEVICE_MAX_CONNECTIONS=1 for TP/CP overlap before Blackwell and says the
 ///   requirement "no longer exists since the Blackwell architecture" (arguments.py).
 /// - Routed experts: a fused MoE forward of grouped GEMMs (torch._grouped_mm, CUTLASS) reaches
@@ -145,32 +175,34 @@ inline machine with_profile(machine m, std::shared_ptr<const sim::profile> p) {
 /// efficiencies, tiles and clocks below stretch a time on fewer SMs, and are the whole model of a
 /// machine built from this preset without the profile.
 inline machine h100_node() {
-  return machine{.name = "h100",
-                 .sms = 132,
-                 .peak_flops_per_us = 989.4e6,
-                 .memory_bytes_per_us = 3.35e6,
-                 .gpus_per_node = 8,
-                 .nvlink_bytes_per_us = 360e3,
-                 .nvlink_latency_us = 2.5,
-                 .network_bytes_per_us = 47e3,
-                 .network_latency_us = 8,
-                 .launch_us = 3,
-                 .comm_sms = 16,
-                 .p2p_sms = 2,
-                 .gemm_efficiency = 0.806,
-                 .gemm_tile_m = 128,
-                 .gemm_tile_n = 256,
-                 .gemm_tile_k = 64,
-                 .persistent_gemms = true,
-                 .grouped_gemm_efficiency = 0.245,
-                 .attention_forward_efficiency = 0.675,
-                 .attention_backward_efficiency = 0.449,
-                 .memory_efficiency = 0.9,
-                 .p2p_bytes_per_us = 180e3,
-                 .copy_engine_bytes_per_us = 374e3,
-                 .benchmark_clock_mhz = 1980,
-                 .sustained_clock_mhz = 1575,
-                 .profile = h200_profile()};
+  machine m{.name = "h100",
+             .sms = 132,
+             .peak_flops_per_us = 989.4e6,
+             .memory_bytes_per_us = 3.35e6,
+             .gpus_per_node = 8,
+             .nvlink_bytes_per_us = 360e3,
+             .nvlink_latency_us = 2.5,
+             .network_bytes_per_us = 47e3,
+             .network_latency_us = 8,
+             .launch_us = 3,
+             .comm_sms = 16,
+             .p2p_sms = 2,
+             .gemm_efficiency = 0.806,
+             .gemm_tile_m = 128,
+             .gemm_tile_n = 256,
+             .gemm_tile_k = 64,
+             .persistent_gemms = true,
+             .grouped_gemm_efficiency = 0.245,
+             .attention_forward_efficiency = 0.675,
+             .attention_backward_efficiency = 0.449,
+             .memory_efficiency = 0.9,
+             .p2p_bytes_per_us = 180e3,
+             .copy_engine_bytes_per_us = 374e3,
+             .benchmark_clock_mhz = 1980,
+             .sustained_clock_mhz = 1575,
+             .profile = h200_profile()};
+  with_sm_probe(m, m.profile->concurrency);  // the same GH100 SMs
+  return m;
 }
 
 /// An 8-GPU H200 node: the H100's links and host; compute and memory as measured on an H200

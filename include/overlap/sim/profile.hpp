@@ -21,7 +21,8 @@
 /// - `launch_us`, `event_record_us`: the host's cost per kernel launch and per event record (0:
 ///   not measured; the machine's figures stay);
 /// - `concurrency`: the two-stream probe of a GEMM and a communication-like copy kernel, the
-///   figures an SM model needs (the simulator does not read them yet).
+///   figures an SM model needs: how many of a communication kernel's CTAs share an SM when it
+///   is placed during a GEMM, and what an SM moves with them (`machine::comm_sm_share`).
 
 #include <algorithm>
 #include <cmath>
@@ -67,6 +68,12 @@ struct concurrency_probe {
   int copy_ctas_per_sm = 0;  ///< the most of its CTAs seen on one SM when issued during the GEMM
   double gemm_alone_us = 0, copy_alone_us = 0;
   double side_by_side_us = 0;  ///< copy issued first, then the GEMM: both running together
+  /// The copy's own time when issued during the GEMM on another hardware queue: its CTAs packed
+  /// `copy_ctas_per_sm` to an SM on the first SMs the GEMM's tail frees (0: not measured).
+  double copy_packed_us = 0;
+  /// The copy's own time in the side-by-side run, one CTA to an SM beside the GEMM on the other
+  /// SMs: slower than alone by the memory traffic they share (0: not measured).
+  double copy_beside_gemm_us = 0;
   friend bool operator==(const concurrency_probe&, const concurrency_probe&) = default;
 };
 
@@ -183,6 +190,13 @@ inline std::vector<std::string> problems(const profile& p) {
         out.push_back("concurrency: gemm_alone_us, copy_alone_us and side_by_side_us must be times in (0, 1e9] us");
         break;
       }
+  if (c.copy_packed_us != 0 && !detail::positive_time(c.copy_packed_us))
+    out.push_back("concurrency.copy_packed_us: must be a time in (0, 1e9] us, or 0 for not measured");
+  if (c.copy_beside_gemm_us != 0 && !detail::positive_time(c.copy_beside_gemm_us))
+    out.push_back("concurrency.copy_beside_gemm_us: must be a time in (0, 1e9] us, or 0 for not measured");
+  if (c.copy_ctas > 0 && c.copy_ctas >= p.sms)
+    out.push_back("concurrency.copy_ctas: " + std::to_string(c.copy_ctas) + " leaves no SM of the " +
+                  std::to_string(p.sms) + " for the GEMM beside it");
   return out;
 }
 

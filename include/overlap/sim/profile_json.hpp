@@ -11,7 +11,8 @@
 ///      "attention": [{"backend": "cudnn", "head_dim": 128, "seq": [...], "heads": [...],
 ///                     "forward_us": [...], "backward_us": [...]}],
 ///      "concurrency": {"copy_ctas": 16, "copy_ctas_per_sm": 4, "gemm_alone_us": 1427.6,
-///                      "copy_alone_us": 1082, "side_by_side_us": 1628.3}}
+///                      "copy_alone_us": 1082, "side_by_side_us": 1628.3, "copy_packed_us": 2914.2,
+///                      "copy_beside_gemm_us": 1265.1}}
 ///
 /// "grouped_gemm", "attention", "concurrency" and the zero-means-unmeasured numbers may be left
 /// out. Every problem is reported at once, each with its JSON path, in one
@@ -206,6 +207,8 @@ inline profile profile_from_json(const nlohmann::json& doc, const std::string& s
       probe.number("gemm_alone_us", p.concurrency.gemm_alone_us);
       probe.number("copy_alone_us", p.concurrency.copy_alone_us);
       probe.number("side_by_side_us", p.concurrency.side_by_side_us);
+      if (c->contains("copy_packed_us")) probe.number("copy_packed_us", p.concurrency.copy_packed_us);
+      if (c->contains("copy_beside_gemm_us")) probe.number("copy_beside_gemm_us", p.concurrency.copy_beside_gemm_us);
     }
   }
   // What the values say, once their types are right (a type problem already names the path).
@@ -256,12 +259,16 @@ inline nlohmann::json to_json(const profile& p) {
     attention.push_back({{"backend", t.backend}, {"head_dim", t.head_dim}, {"seq", t.seq}, {"heads", t.heads},
                          {"forward_us", t.forward_us}, {"backward_us", t.backward_us}});
   doc["attention"] = attention;
-  if (p.concurrency.copy_ctas > 0)
+  if (p.concurrency.copy_ctas > 0) {
     doc["concurrency"] = {{"copy_ctas", p.concurrency.copy_ctas},
                           {"copy_ctas_per_sm", p.concurrency.copy_ctas_per_sm},
                           {"gemm_alone_us", p.concurrency.gemm_alone_us},
                           {"copy_alone_us", p.concurrency.copy_alone_us},
                           {"side_by_side_us", p.concurrency.side_by_side_us}};
+    if (p.concurrency.copy_packed_us > 0) doc["concurrency"]["copy_packed_us"] = p.concurrency.copy_packed_us;
+    if (p.concurrency.copy_beside_gemm_us > 0)
+      doc["concurrency"]["copy_beside_gemm_us"] = p.concurrency.copy_beside_gemm_us;
+  }
   return doc;
 }
 

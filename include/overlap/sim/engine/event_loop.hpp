@@ -40,6 +40,7 @@ class event_loop {
         work_.pop_back();
         dirty_[pi] = 0;
         host_.dispatch(pi, t);
+        groups_.recap(pi, t);
         run_ahead(pi);
       }
       if (c_.timers.empty()) break;

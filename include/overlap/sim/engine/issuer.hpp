@@ -154,15 +154,18 @@ class issuer {
           break;
         }
       } else {
+        const int usual = std::max(1, kind == schedule::op_kind::collective ? c_.m.comm_sms : c_.m.p2p_sms);
         const int asked = c_.programs[pi].ops[i].sms;
-        const int want =
-            asked >= 0 ? asked
-                       : std::max(1, kind == schedule::op_kind::collective ? c_.m.comm_sms : c_.m.p2p_sms);
-        if (!sms_.seat_communication(pi, i, want, t)) {
+        const int want = asked >= 0 ? asked : usual;
+        double moved = 0;  // CTAs' worth its placement moves
+        if (!sms_.seat_communication(pi, i, want, t, moved)) {
           rs.wait_for_sms(q);
           break;
         }
-        launch(pi, i, t);
+        // Against the machine's usual kernel, which moves the NVLink rate: more CTAs move more,
+        // packed ones less; a kernel asked for fewer than usual is taken to reach the link rate
+        // spread (TE's userbuffer kernels of 1-2 SMs), and a copy-engine transfer holds none.
+        launch(pi, i, t, want == 0 ? never : moved / std::min(want, usual));
       }
       next_head(pi, q);
       progressed = true;
@@ -170,12 +173,13 @@ class issuer {
     return drained::waits;
   }
 
-  /// Communication op i of rank pi launched its kernel at `t`.
-  void launch(std::size_t pi, std::size_t i, double t) {
+  /// Communication op i of rank pi launched its kernel at `t`, placed to move `kernel` times what
+  /// the machine's usual communication kernel moves (rendezvous::cap_of).
+  void launch(std::size_t pi, std::size_t i, double t, double kernel = 1) {
     op_state& s = c_.ranks[pi].ops[i];
     s.now = state::launched;
     ++c_.ranks[pi].comm_active;
-    if (s.group >= 0) groups_.launch(static_cast<std::size_t>(s.group), t);
+    if (s.group >= 0) groups_.launch(static_cast<std::size_t>(s.group), t, kernel);
   }
 
   step_context& c_;

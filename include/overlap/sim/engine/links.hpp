@@ -54,9 +54,11 @@ class link_model {
   }
 
   /// Group g's transfer starts at `t`: after `latency` us, `work` us of bandwidth time at the
-  /// full rate, shared with the transfers on its links.
-  void start(std::size_t g, double t, double latency, double work) {
+  /// full rate, shared with the transfers on its links, at most at `cap` of it (its kernels'
+  /// placement: see sm_pool::pack_in_tail).
+  void start(std::size_t g, double t, double latency, double work, double cap = 1) {
     transfer& x = transfers_[g];
+    x.cap = cap;
     x.work = x.left = work;
     x.since = t + latency;
     x.in_flight = true;
@@ -72,6 +74,22 @@ class link_model {
     for (const std::size_t l : links_of(g)) std::erase(on_link_[l], g);
     reshare(links_of(g), t);
   }
+  /// Group g's transfer, in flight, may move at most `cap` of its link rate from `t` on.
+  void recap(std::size_t g, double cap, double t) {
+    if (transfers_[g].cap == cap) return;
+    transfers_[g].cap = cap;
+    rerate(g, t);
+  }
+  /// Calls f(g) once for each group whose transfer is in flight on one of rank `rank`'s links.
+  template <class F>
+  void for_each_in_flight(std::size_t rank, F f) {
+    touched_.clear();
+    for (std::size_t l = 4 * rank; l < 4 * rank + 4; ++l)
+      touched_.insert(touched_.end(), on_link_[l].begin(), on_link_[l].end());
+    std::sort(touched_.begin(), touched_.end());
+    touched_.erase(std::unique(touched_.begin(), touched_.end()), touched_.end());
+    for (const std::size_t g : touched_) f(g);
+  }
   /// When group g's transfer ends, as things stand.
   double end_of(std::size_t g) const { return transfers_[g].end; }
   /// The bandwidth part of group g's transfer, at the full rate.
@@ -82,6 +100,7 @@ class link_model {
     double work = 0;   ///< the bandwidth part of its time, at the full rate
     double left = 0;   ///< of which left, in microseconds at the full rate
     double rate = 1;   ///< its share now
+    double cap = 1;    ///< the most its kernels' placement lets it move, as a share
     double since = 0;  ///< when `left` was last brought up to date (or its latency ends)
     double end = never;
     bool in_flight = false;  ///< on its links
@@ -97,7 +116,7 @@ class link_model {
       x.left = std::max(0.0, x.left - (t - x.since) * x.rate);
       x.since = t;
     }
-    x.rate = 1;
+    x.rate = x.cap;
     for (const std::size_t l : links_of(g)) x.rate = std::min(x.rate, 1.0 / static_cast<double>(on_link_[l].size()));
     x.end = x.since + x.left / x.rate;
     timers_.set(first_timer_ + g, x.end, order_[g]);

@@ -27,7 +27,8 @@ class rendezvous {
   /// present members of the group). Without SM contention (`unlimited`), no transfer shares links.
   rendezvous(step_context& c, const schedule::rendezvous_set& matched, const schedule::rank_classes* classes,
              bool unlimited)
-      : c_(c), matched_(matched), expected_(matched.groups.size(), 0), launched_(matched.groups.size(), 0),
+      : c_(c), matched_(matched), unlimited_(unlimited), expected_(matched.groups.size(), 0),
+        launched_(matched.groups.size(), 0),
         where_(matched.groups.size()), links_(c.programs.size(), matched.groups.size(), c.timers, c.group_timers) {
     const std::size_t groups = matched.groups.size();
     // Unmatched ops keep group -1 and never complete; so does a group with a missing member.
@@ -71,10 +72,16 @@ class rendezvous {
     }
   }
 
-  /// A member of group g launched at `t`; the last one starts its transfer.
-  void launch(std::size_t g, double t) {
+  /// A member of group g launched at `t`, its kernel placed to move `kernel` times what the
+  /// machine's usual kernel moves over NVLink (see issuer::launch); the last one starts the
+  /// transfer, at what the slowest member's kernel lets it move.
+  void launch(std::size_t g, double t, double kernel) {
     const auto& members = matched_.groups[g];
     if (static_cast<int>(members.size()) != expected_[g] || !matched_.disagreement[g].empty()) return;
+    if (kernel != 1) {
+      if (kernel_.empty()) kernel_.assign(matched_.groups.size(), never);
+      kernel_[g] = std::min(kernel_[g], kernel);
+    }
     if (++launched_[g] < expected_[g]) return;
     const auto& first = members.front();
     const schedule::op& o = c_.programs[first.program].ops[first.op];
@@ -83,8 +90,20 @@ class rendezvous {
     for (const auto& mem : members) {
       c_.ranks[mem.program].ops[mem.op].now = state::running;
       c_.ranks[mem.program].ops[mem.op].start = t;
+      c_.ranks[mem.program].capped_busy_sms = -1;  // its cap is from now: the next recap looks again
     }
-    links_.start(g, t, latency, us - latency);
+    links_.start(g, t, latency, us - latency, cap_of(g));
+  }
+
+  /// Rank pi was dispatched at `t`: if the SMs its compute kernels hold changed since its
+  /// transfers were last capped, those in flight move at their new cap (see `cap_of`). Once per
+  /// dispatch, not per kernel: a GEMM that hands its SMs to the next at one time changes nothing.
+  void recap(std::size_t pi, double t) {
+    rank_state& rs = c_.ranks[pi];
+    if (rs.busy_sms == rs.capped_busy_sms) return;
+    rs.capped_busy_sms = rs.busy_sms;
+    if (unlimited_ || c_.m.comm_interference <= 0 || rs.comm_active == 0) return;
+    links_.for_each_in_flight(pi, [&](std::size_t g) { links_.recap(g, cap_of(g), t); });
   }
   /// Group g's members: what its transfer's end makes due.
   std::span<const schedule::op_ref> members(std::size_t g) const { return matched_.groups[g]; }
@@ -94,10 +113,39 @@ class rendezvous {
   const link_model& links() const { return links_; }
 
  private:
+  /// What group g's kernels let its transfer move now, as a share of its link rate. A kernel of
+  /// the machine's usual CTAs (`comm_sms`, `p2p_sms`), one to an SM, moves the NVLink rate, each
+  /// CTA its share: the slowest member's kernel (its CTAs and placement: sm_pool::pack_in_tail,
+  /// 1 where none launched otherwise) times the NVLink rate over the transfer's own link rate
+  /// (the network's, slower, when it leaves the node), over the memory interference of the
+  /// compute kernels beside its members (machine::comm_interference, in proportion to the SMs they
+  /// hold of those the member's kernel leaves). At most 1: the link is the limit then.
+  double cap_of(std::size_t g) const {
+    if (unlimited_) return 1;
+    double kernel = kernel_.empty() ? 1.0 : std::min(1e9, kernel_[g]);
+    if (where_[g].off_node_peers > 0 && c_.m.network_bytes_per_us > 0) {
+      const auto& first = matched_.groups[g].front();
+      const bool p2p = c_.programs[first.program].ops[first.op].kind != schedule::op_kind::collective;
+      const double in_node = p2p && c_.m.p2p_bytes_per_us > 0 ? c_.m.p2p_bytes_per_us : c_.m.nvlink_bytes_per_us;
+      kernel *= in_node / c_.m.network_bytes_per_us;
+    }
+    if (kernel >= 1 && c_.m.comm_interference <= 0) return 1;
+    double busiest = 0;
+    for (const auto& mem : matched_.groups[g]) {
+      const rank_state& rs = c_.ranks[mem.program];
+      const int others = std::max(1, c_.m.sms - rs.ops[mem.op].sms);
+      busiest = std::max(busiest, std::min(1.0, static_cast<double>(rs.busy_sms) / others));
+    }
+    return std::min(1.0, kernel / (1 + c_.m.comm_interference * busiest));
+  }
+
   step_context& c_;
   const schedule::rendezvous_set& matched_;
+  bool unlimited_;
   std::vector<int> expected_, launched_;  ///< per group: members to launch, and launched
   std::vector<placement> where_;
+  /// Per group, its slowest member's kernel (see `launch`; empty: every kernel 1).
+  std::vector<double> kernel_;
   link_model links_;
 };
 

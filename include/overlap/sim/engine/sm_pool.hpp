@@ -4,7 +4,15 @@
 /// takes every free SM (one at least); a communication kernel takes the SMs it asks for from the
 /// free pool, and from running kernels when there are too few: a GEMM gives them up at the end of
 /// its current wave (a persistent GEMM only at its end), other kernels at once. A kernel that
-/// gave SMs up runs slower until they come back when the communication kernel ends.
+/// gave SMs up runs slower until they come back when the communication kernel ends. A
+/// communication kernel dispatched from its own hardware queue while persistent GEMMs hold every
+/// SM is placed in the first GEMM's tail, its CTAs packed `machine::comm_ctas_per_sm` to an SM,
+/// and keeps that placement for its life: it moves what its SMs can (`machine::comm_sm_share`),
+/// as measured on an H200 (data/measured-h200/concurrency.jsonl). Stream priority plays no part
+/// in this: CUDA's Programming Guide ("Stream Priorities") describes it as a hint for which
+/// pending work the block scheduler takes first, without preempting running blocks, and a
+/// priority of -5 changed none of the measured patterns; the issuer's queue order is the only
+/// place it acts (issuer.hpp).
 
 #include <algorithm>
 #include <cmath>
@@ -31,6 +39,7 @@ class sm_pool {
     k.sms = rs.free_sms;
     k.since = t;
     k.duration = duration;
+    rs.busy_sms += k.sms;
     rs.free_sms = 0;
     s.now = state::running;
     s.start = t;
@@ -40,10 +49,14 @@ class sm_pool {
     return true;
   }
 
-  /// Communication op i of rank pi, whose kernel asks for `want` SMs, takes them at `t`; false,
-  /// with a wake-up set where SMs retire later, when it has to wait for them.
-  bool seat_communication(std::size_t pi, std::size_t i, int want, double t) {
+  /// Communication op i of rank pi, whose kernel asks for `want` SMs (one CTA each), takes them at
+  /// `t`; false, with a wake-up set where SMs retire later, when it has to wait for them. `moved`
+  /// becomes what its placement moves, in CTAs' worth: `want` spread one to an SM, less packed.
+  bool seat_communication(std::size_t pi, std::size_t i, int want, double t, double& moved) {
     rank_state& rs = c_.ranks[pi];
+    moved = want;
+    if (rs.free_sms < want && c_.m.persistent_gemms && c_.m.comm_ctas_per_sm > 0)
+      if (const int packed = pack_in_tail(pi, i, want, t, moved); packed != 0) return packed > 0;
     if (rs.free_sms < want) {
       if (!c_.m.persistent_gemms) {
         const double retire = wave_end(pi, t);
@@ -58,6 +71,8 @@ class sm_pool {
     op_state& s = rs.ops[i];
     s.sms = std::min(rs.free_sms, want);
     rs.free_sms -= s.sms;
+    if (s.sms < want && s.sms > 0 && c_.m.comm_ctas_per_sm > 0)  // its CTAs share the SMs it got
+      moved = std::min<double>(want, s.sms * std::min<double>((want + s.sms - 1) / s.sms, c_.m.comm_sm_share));
     return true;
   }
 
@@ -69,6 +84,7 @@ class sm_pool {
     if (rs.ops[i].kind == schedule::op_kind::compute) {
       const auto k = std::find_if(rs.running.begin(), rs.running.end(), [&](const computing& x) { return x.op == i; });
       rs.free_sms += k->sms;
+      rs.busy_sms -= k->sms;
       rs.running.erase(k);
     } else {
       rs.free_sms += rs.ops[i].sms;
@@ -77,6 +93,41 @@ class sm_pool {
   }
 
  private:
+  /// A kernel dispatched while persistent GEMMs of other hardware queues hold the SMs (measured
+  /// on an H200: a 16-CTA copy issued during a GEMM at CUDA_DEVICE_MAX_CONNECTIONS 8 starts in
+  /// the GEMM's last round of tiles, its CTAs four to an SM on the first 4 SMs that free, and runs
+  /// 2.7x slower for its whole life). The first SMs free when the earliest such GEMM enters its
+  /// last round (one wave before its end); there the kernel takes ceil(want / per SM) of them.
+  /// 1: placed; -1: waits (a wake-up set for that time); 0: not this case (a GEMM of its own
+  /// queue holds SMs: the queue dispatches it after that GEMM, as one connection does).
+  int pack_in_tail(std::size_t pi, std::size_t i, int want, double t, double& moved) {
+    rank_state& rs = c_.ranks[pi];
+    const std::size_t queue = rs.ops[i].queue;
+    computing* first = nullptr;
+    double tail = never;
+    for (computing& k : rs.running) {
+      if (rs.ops[k.op].queue == queue || wave_of(pi, k) <= 0) return 0;
+      const double starts = std::max(k.since, rs.ops[k.op].end - k.wave);
+      if (starts < tail) {
+        tail = starts;
+        first = &k;
+      }
+    }
+    if (!first) return 0;
+    if (tail > t) {
+      c_.wake_up(pi, tail);
+      return -1;
+    }
+    const int per_sm = c_.m.comm_ctas_per_sm;
+    const int sms = std::min((want + per_sm - 1) / per_sm, std::max(1, first->sms - 1));
+    if (first->sms - sms < 1) return -1;
+    resize(pi, *first, first->sms - sms, t);
+    op_state& s = rs.ops[i];
+    s.sms = sms;
+    moved = std::min<double>(want, sms * std::min<double>(per_sm, c_.m.comm_sm_share));
+    return 1;
+  }
+
   /// Compute op i of rank pi on `sms` SMs: this library's model stretches the whole-GPU time the
   /// set-up kept; a derived model is asked.
   double on_sms(std::size_t pi, std::size_t i, int sms) const {
@@ -87,6 +138,7 @@ class sm_pool {
   void resize(std::size_t pi, computing& k, int sms, double t) {
     k.done = std::min(1.0, k.done + (k.duration > 0 ? (t - k.since) / k.duration : 1.0));
     k.since = t;
+    c_.ranks[pi].busy_sms += sms - k.sms;
     k.sms = sms;
     k.duration = c_.checked(on_sms(pi, k.op, sms), pi, k.op);
     k.wave = -1;

@@ -103,6 +103,9 @@ struct rank_state {
   std::size_t next_issue = 0;
   double host_time = 0;
   int free_sms = 0;
+  int busy_sms = 0;  ///< held by running compute ops
+  /// `busy_sms` when the transfers of the rank were last given their caps (rendezvous::recap).
+  int capped_busy_sms = 0;
   /// Communication ops launched and not done: while there are none, no other rank can change
   /// this one's state, so it runs ahead on its own (see event_loop.hpp).
   std::uint32_t comm_active = 0;
