@@ -38,6 +38,9 @@ struct read_options {
   std::optional<ov::gpu_model> gpu{};        ///< --gpu
   std::optional<ov::version> te_version{};   ///< --te-version
   bool process_environment = true;           ///< the launcher's environment wins over env_vars (PREC-9)
+  /// Without --world-size and comm_overlap.data_parallel_size: an input_error (the tool: a run has a
+  /// world size, and dp 1 would check a different job); false: dp 1, with a note.
+  bool require_world_size = false;
 };
 
 /// A config read: the settings the rule table checks, the workload the simulator runs, where each
@@ -599,6 +602,9 @@ inline bridge_config read_config(const document& doc, const read_options& opt = 
         notes.push_back("comm_overlap.data_parallel_size = " + std::to_string(*given_dp) + " is replaced by the one --world-size gives, as Bridge does");
     } else if (given_dp) {
       s.data_parallel_size = *given_dp;
+    } else if (opt.require_world_size) {
+      throw input_error("world size needed: give --world-size N (the job's GPUs; dp = N / (tp x pp x cp = " +
+                        std::to_string(model_ranks) + "), as Bridge derives it) or comm_overlap.data_parallel_size");
     } else {
       notes.push_back("data_parallel_size = 1: give --world-size N (dp = N / (tp x pp x cp), as Bridge derives it) or "
                       "comm_overlap.data_parallel_size");

@@ -10,9 +10,11 @@
 #include <functional>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <overlap/plan/parallel.hpp>
@@ -61,7 +63,7 @@ tune      tries the overlap knobs the config leaves unset (EP overlap and delaye
 
 options:
   --world-size N     GPUs of the run: data_parallel_size = N / (tp x pp x cp), as Bridge derives
-                     it (else comm_overlap.data_parallel_size, else 1)
+                     it (else comm_overlap.data_parallel_size; neither: exit 2)
   --gpu NAME         a100 h100 h200 b200 b300 gb200 gb300 (rules ENV-1, ENV-6, EP-21, FX-3);
                      also overlap_plan.gpu in the config
   --te-version X.Y.Z the Transformer Engine version (TE rules apply only when it is given);
@@ -98,11 +100,18 @@ cli parse_args(int argc, char** argv) {
   cli c;
   std::vector<std::string> args(argv + 1, argv + argc);
   for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
+    std::string a = args[i];
+    std::optional<std::string> given;  // --name=value
+    if (const auto eq = a.find('='); a.starts_with("--") && eq != std::string::npos) {
+      given = a.substr(eq + 1);
+      a.resize(eq);
+    }
     const auto value = [&]() -> std::string {
+      if (given) return *std::exchange(given, std::nullopt);
       if (i + 1 >= args.size()) usage_error(a + " needs a value");
       return args[++i];
     };
+    if (given && (a == "--help" || a == "--json" || a == "--ignore-environment")) usage_error(a + " takes no value");
     if (a == "-h" || a == "--help") {
       c.command = "help";
       return c;
@@ -138,6 +147,7 @@ cli parse_args(int argc, char** argv) {
     else c.overrides.push_back(a);
   }
   if (c.command.empty()) usage_error("no command: check, simulate or tune");
+  c.read.require_world_size = true;  // a job has one: dp 1 would check another job
   if (c.command != "check" && c.command != "simulate" && c.command != "tune")
     usage_error("unknown command " + c.command);
   if (c.config.empty()) usage_error(c.command + " needs a CONFIG file");
