@@ -699,10 +699,21 @@ int run_tune(const cli& args, const overlap_plan::document& doc, const overlap_p
   }
   std::vector<const evaluation*> ranked;
   std::size_t rejected = 0;
+  std::map<std::string, std::size_t> rejected_by;  // rule id (or why the simulation failed) -> combinations
   for (const auto& [picks, e] : seen) {
-    if (e.valid && !e.failed) ranked.push_back(&e);
-    else ++rejected;
+    if (e.valid && !e.failed) {
+      ranked.push_back(&e);
+      continue;
+    }
+    ++rejected;
+    if (e.failed) ++rejected_by["simulation: " + e.failure.substr(0, 80)];
+    for (const std::string& id : e.rules) ++rejected_by[id];
   }
+  const auto rejected_text = [&] {
+    std::string out;
+    for (const auto& [why, n] : rejected_by) (out += out.empty() ? "" : ", ") += why + " x" + std::to_string(n);
+    return out;
+  };
   // Ties go to the combination that changes fewer knobs.
   const auto changes = [](const evaluation* e) { return std::count_if(e->picks.begin(), e->picks.end(), [](std::size_t p) { return p != 0; }); };
   std::sort(ranked.begin(), ranked.end(), [&](auto* a, auto* b) {
@@ -732,7 +743,8 @@ int run_tune(const cli& args, const overlap_plan::document& doc, const overlap_p
     json out = {{"config", args.config}, {"machine", args.machine},
                 {"profile", args.profile.empty() ? json(nullptr) : json(args.profile)},
                 {"knobs", json::array()}, {"ranked", json::array()},
-                {"rejected", rejected}, {"overlap_off_step_time_us", off_result.step_time_us},
+                {"rejected", rejected}, {"rejected_by", rejected_by},
+                {"overlap_off_step_time_us", off_result.step_time_us},
                 {"given_step_time_us", given_us}, {"best_overrides", overrides}, {"best_yaml", yaml}, {"seconds", seconds}};
     for (const knob& k : knobs) {
       json choices = json::array();
@@ -746,9 +758,10 @@ int run_tune(const cli& args, const overlap_plan::document& doc, const overlap_p
     std::cout << out.dump(2) << '\n';
     return 0;
   }
-  std::printf("overlap-plan tune %s on an %s: %zu free knob(s), %zu combinations simulated, %zu rejected by the rules, %.1f s\n",
+  std::printf("overlap-plan tune %s on an %s: %zu free knob(s), %zu combinations simulated, %zu rejected, %.1f s\n",
               args.config.c_str(), machine_label(args, cost.machine()).c_str(), knobs.size(), ranked.size(), rejected,
               seconds);
+  if (rejected > 0) std::printf("  rejected (a combination may break several rules): %s\n", rejected_text().c_str());
   for (const knob& k : knobs) {
     std::printf("  %-28s", k.name.c_str());
     for (const choice& ch : k.choices) std::printf(" [%s]", ch.label.c_str());
