@@ -201,8 +201,33 @@ inline std::pair<double, double> measure_sustained(gemms& blas, timer& t, cudaSt
   return {rates[rates.size() / 2], clock};
 }
 
+/// What the copy's per-CTA stamps say of one run: its own time (first CTA start to last CTA end,
+/// microseconds) and on how many SMs its CTAs ran.
+struct copy_run {
+  double us = 0;
+  int sms = 0;
+};
+inline copy_run read_stamps(const cta_stamp* device_stamps, int ctas) {
+  std::vector<cta_stamp> stamps(static_cast<std::size_t>(ctas));
+  cuda_ok(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+  cuda_ok(cudaMemcpy(stamps.data(), device_stamps, stamps.size() * sizeof(cta_stamp), cudaMemcpyDeviceToHost),
+          "cudaMemcpy");
+  unsigned long long first = ~0ull, last = 0;
+  std::vector<unsigned> sms;
+  for (const cta_stamp& s : stamps) {
+    first = std::min(first, s.start);
+    last = std::max(last, s.end);
+    if (std::find(sms.begin(), sms.end(), s.sm) == sms.end()) sms.push_back(s.sm);
+  }
+  return {last > first ? static_cast<double>(last - first) / 1000.0 : 0.0, static_cast<int>(sms.size())};
+}
+
 /// A cuBLAS 8192^3 GEMM on one stream beside a 16-CTA copy of 512 MiB on another, the copy
-/// issued first: each alone and both together, and how many of the copy's CTAs fit one SM.
+/// issued first: each alone and both together, and how many of the copy's CTAs fit one SM. Then,
+/// from the copy's own per-CTA stamps (medians of 5 runs after 2 warm-ups): its time beside the
+/// GEMM, and its time when issued during the GEMM, where with more than one hardware queue it is
+/// placed on the first SMs the GEMM's tail frees, packed (`copy_packed_us`; left 0, not measured,
+/// when it did not run packed: CUDA_DEVICE_MAX_CONNECTIONS=1 queues it behind the GEMM).
 inline overlap::sim::concurrency_probe measure_concurrency(gemms& blas, cudaStream_t gemm_stream) {
   constexpr std::int64_t size = 8192;
   constexpr int ctas = 16;
@@ -234,6 +259,27 @@ inline overlap::sim::concurrency_probe measure_concurrency(gemms& blas, cudaStre
   probe.gemm_alone_us = t.median(gemm);
   probe.copy_alone_us = t.median(copy_alone);
   probe.side_by_side_us = t.median(side_by_side);
+  // The copy's own time, from its stamps: beside the GEMM (issued first), and issued during it.
+  device_buffer stamp_buffer(sizeof(cta_stamp) * static_cast<std::size_t>(ctas));
+  auto* stamps = static_cast<cta_stamp*>(stamp_buffer.data);
+  const auto own_time = [&](bool copy_first) {
+    std::vector<copy_run> runs;
+    for (int rep = 0; rep < 7; ++rep) {
+      cuda_ok(cudaEventRecord(fork, gemm_stream), "cudaEventRecord");
+      cuda_ok(cudaStreamWaitEvent(copy_stream, fork), "cudaStreamWaitEvent");
+      if (!copy_first) gemm();
+      copy(from.data, to.data, copy_bytes, ctas, copy_stream, stamps);
+      if (copy_first) gemm();
+      cuda_ok(cudaEventRecord(join, copy_stream), "cudaEventRecord");
+      cuda_ok(cudaStreamWaitEvent(gemm_stream, join), "cudaStreamWaitEvent");
+      if (rep >= 2) runs.push_back(read_stamps(stamps, ctas));
+      else cuda_ok(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+    }
+    std::sort(runs.begin(), runs.end(), [](const copy_run& a, const copy_run& b) { return a.us < b.us; });
+    return runs[runs.size() / 2];
+  };
+  probe.copy_beside_gemm_us = own_time(true).us;
+  if (const copy_run packed = own_time(false); packed.sms < ctas) probe.copy_packed_us = packed.us;
   cudaEventDestroy(fork);
   cudaEventDestroy(join);
   cudaStreamDestroy(copy_stream);
