@@ -70,6 +70,16 @@ struct errors {
   double geomean() const { return std::exp(log_sum / count); }
 };
 
+/// What sim::profile_from_json says of `doc` (read as `source`): its error, or "" when it reads.
+std::string profile_error(const nlohmann::json& doc, const std::string& source = "machine profile") {
+  try {
+    sim::profile_from_json(doc, source);
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "";
+}
+
 }  // namespace
 
 TEST_CASE("every GEMM measured on the H200 is predicted within x1.25, and within x1.10 on geometric mean") {
@@ -332,12 +342,7 @@ TEST_CASE("a profile's problems are named by their JSON paths, all at once") {
   doc["grouped_gemm"][0].erase("us");
   doc["attention"][1]["backend"] = "cudnn";
   doc["colour"] = "green";
-  std::string what;
-  try {
-    sim::profile_from_json(doc, "hand-made");
-  } catch (const std::invalid_argument& e) {
-    what = e.what();
-  }
+  std::string what = profile_error(doc, "hand-made");
   CHECK(what.find("hand-made: ") == 0);
   for (const char* part : {"version: 2; this library reads version 1", "sms: not a whole number",
                            "grouped_gemm[0].us: missing", "colour: unknown key"})
@@ -347,12 +352,7 @@ TEST_CASE("a profile's problems are named by their JSON paths, all at once") {
   doc["version"] = 1;
   doc["grouped_gemm"][0]["us"] = 10;
   doc.erase("colour");
-  what.clear();
-  try {
-    sim::profile_from_json(doc);
-  } catch (const std::invalid_argument& e) {
-    what = e.what();
-  }
+  what = profile_error(doc);
   for (const char* part : {"gemm.k[1]: 100 does not ascend from 512", "gemm.us[3]: not a time in (0, 1e9] us",
                            "attention[1].backend: \"cudnn\" is given twice"})
     CHECK(what.find(part) != std::string::npos);
@@ -426,12 +426,7 @@ TEST_CASE("a missing key is one problem, a null one is the wrong type") {
   doc.erase("sms");
   doc["memory_bytes_per_us"] = nullptr;
   doc["gemm"]["m"] = nullptr;
-  std::string what;
-  try {
-    sim::profile_from_json(doc, "p");
-  } catch (const std::invalid_argument& e) {
-    what = e.what();
-  }
+  const std::string what = profile_error(doc, "p");
   CHECK(what.find("p: 3 problems:") == 0);
   CHECK(what.find("sms: missing") != std::string::npos);
   CHECK(what.find("memory_bytes_per_us: not a number") != std::string::npos);

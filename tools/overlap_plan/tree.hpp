@@ -328,26 +328,26 @@ inline void apply_override(document& doc, std::string_view text, override_mode m
       if (holds && op == add)
         throw input_error(where + ": " + path + " is already in the config (at " + doc.at(path) + "); " + path +
                           "=... sets it, ++" + path + "=... sets or adds");
-      if (op == remove) {
-        node->erase(key);
-        for (auto it = doc.where.lower_bound(path); it != doc.where.end() && it->first.starts_with(path);)
-          it = doc.where.erase(it);
-        return;
-      }
       json value;
-      document parsed;
-      parsed.name = where;
-      try {
-        const YAML::Node n = YAML::Load(std::string(text.substr(eq + 1)));
-        detail::yaml_converter c{parsed};
-        value = c.convert(n, "", 1);
-      } catch (const YAML::Exception& e) {
-        throw input_error(where + ": the value is not a YAML value: " + e.msg);
+      if (op != remove) {
+        document parsed;
+        parsed.name = where;
+        try {
+          const YAML::Node n = YAML::Load(std::string(text.substr(eq + 1)));
+          detail::yaml_converter c{parsed};
+          value = c.convert(n, "", 1);
+        } catch (const YAML::Exception& e) {
+          throw input_error(where + ": the value is not a YAML value: " + e.msg);
+        }
       }
-      (*node)[key] = value;
-      // Every place under the overridden path now comes from the override.
+      // Nothing under the path keeps a place from the file: it is gone, or the override's now.
       for (auto it = doc.where.lower_bound(path); it != doc.where.end() && it->first.starts_with(path);)
         it = doc.where.erase(it);
+      if (op == remove) {
+        node->erase(key);
+        return;
+      }
+      (*node)[key] = value;
       doc.where[path] = where;
       return;
     }

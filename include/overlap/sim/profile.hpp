@@ -30,6 +30,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace overlap::sim {
@@ -190,10 +191,9 @@ inline std::vector<std::string> problems(const profile& p) {
         out.push_back("concurrency: gemm_alone_us, copy_alone_us and side_by_side_us must be times in (0, 1e9] us");
         break;
       }
-  if (c.copy_packed_us != 0 && !detail::positive_time(c.copy_packed_us))
-    out.push_back("concurrency.copy_packed_us: must be a time in (0, 1e9] us, or 0 for not measured");
-  if (c.copy_beside_gemm_us != 0 && !detail::positive_time(c.copy_beside_gemm_us))
-    out.push_back("concurrency.copy_beside_gemm_us: must be a time in (0, 1e9] us, or 0 for not measured");
+  for (const auto& [name, us] : {std::pair{"copy_packed_us", c.copy_packed_us}, {"copy_beside_gemm_us", c.copy_beside_gemm_us}})
+    if (us != 0 && !detail::positive_time(us))
+      out.push_back(std::string("concurrency.") + name + ": must be a time in (0, 1e9] us, or 0 for not measured");
   if (c.copy_ctas > 0 && c.copy_ctas >= p.sms)
     out.push_back("concurrency.copy_ctas: " + std::to_string(c.copy_ctas) + " leaves no SM of the " +
                   std::to_string(p.sms) + " for the GEMM beside it");

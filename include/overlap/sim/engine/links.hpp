@@ -6,6 +6,7 @@
 /// links, and its end moves whenever a transfer on one of them starts or ends.
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -83,12 +84,8 @@ class link_model {
   /// Calls f(g) once for each group whose transfer is in flight on one of rank `rank`'s links.
   template <class F>
   void for_each_in_flight(std::size_t rank, F f) {
-    touched_.clear();
-    for (std::size_t l = 4 * rank; l < 4 * rank + 4; ++l)
-      touched_.insert(touched_.end(), on_link_[l].begin(), on_link_[l].end());
-    std::sort(touched_.begin(), touched_.end());
-    touched_.erase(std::unique(touched_.begin(), touched_.end()), touched_.end());
-    for (const std::size_t g : touched_) f(g);
+    const std::array<std::size_t, 4> links{4 * rank, 4 * rank + 1, 4 * rank + 2, 4 * rank + 3};
+    for_each_on(std::span<const std::size_t>(links), f);
   }
   /// When group g's transfer ends, as things stand.
   double end_of(std::size_t g) const { return transfers_[g].end; }
@@ -124,11 +121,16 @@ class link_model {
   /// A transfer started or ended on `g_links` at `t`: every transfer in flight on one of them
   /// gets its new share.
   void reshare(std::span<const std::size_t> g_links, double t) {
+    for_each_on(g_links, [&](std::size_t h) { rerate(h, t); });
+  }
+  /// Calls f(g) once for each group in flight on one of `links`.
+  template <class F>
+  void for_each_on(std::span<const std::size_t> links, F f) {
     touched_.clear();
-    for (const std::size_t l : g_links) touched_.insert(touched_.end(), on_link_[l].begin(), on_link_[l].end());
+    for (const std::size_t l : links) touched_.insert(touched_.end(), on_link_[l].begin(), on_link_[l].end());
     std::sort(touched_.begin(), touched_.end());
     touched_.erase(std::unique(touched_.begin(), touched_.end()), touched_.end());
-    for (const std::size_t h : touched_) rerate(h, t);
+    for (const std::size_t g : touched_) f(g);
   }
 
   timer_queue& timers_;

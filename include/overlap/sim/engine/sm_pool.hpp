@@ -72,7 +72,7 @@ class sm_pool {
     s.sms = std::min(rs.free_sms, want);
     rs.free_sms -= s.sms;
     if (s.sms < want && s.sms > 0 && c_.m.comm_ctas_per_sm > 0)  // its CTAs share the SMs it got
-      moved = std::min<double>(want, s.sms * std::min<double>((want + s.sms - 1) / s.sms, c_.m.comm_sm_share));
+      moved = moved_by(want, s.sms, (want + s.sms - 1) / s.sms);
     return true;
   }
 
@@ -124,10 +124,15 @@ class sm_pool {
     resize(pi, *first, first->sms - sms, t);
     op_state& s = rs.ops[i];
     s.sms = sms;
-    moved = std::min<double>(want, sms * std::min<double>(per_sm, c_.m.comm_sm_share));
+    moved = moved_by(want, sms, per_sm);
     return 1;
   }
 
+  /// What a kernel of `want` CTAs moves, in CTAs' worth, on `sms` SMs holding `per_sm` each: an SM
+  /// moves at most machine::comm_sm_share of them.
+  double moved_by(int want, int sms, int per_sm) const {
+    return std::min<double>(want, sms * std::min<double>(per_sm, c_.m.comm_sm_share));
+  }
   /// Compute op i of rank pi on `sms` SMs: this library's model stretches the whole-GPU time the
   /// set-up kept; a derived model is asked.
   double on_sms(std::size_t pi, std::size_t i, int sms) const {
