@@ -19,6 +19,7 @@
 
 #include <overlap/config/ub_presets.hpp>
 #include <overlap/rules/derive.hpp>
+#include <overlap/rules/upstream.hpp>
 #include <overlap/schedule/workload.hpp>
 #include <overlap/settings/reflect_settings.hpp>
 
@@ -333,6 +334,30 @@ inline constexpr unhonoured not_honoured[] = {
     {"model.tp_comm_overlap_rs", "per-GEMM TP switches (TP-15) are not modelled; use tp_comm_overlap_cfg slots"},
 };
 
+/// The upstream defaults of the fields that upstream may turn off or ignore (rules::upstream), as
+/// `to_yaml()` dumps them: the dataclass defaults of Megatron-Core's ModelParallelConfig,
+/// TransformerConfig, DistributedDataParallelConfig and OptimizerConfig. (Bridge's CommOverlapConfig
+/// defaults every field but tp_comm_overlap to null, which reads as unset.) A dump holds every
+/// default, so such a value says nothing about what a person asked for.
+struct upstream_default {
+  std::string_view path, value;  ///< the value as JSON text
+};
+inline constexpr upstream_default upstream_defaults[] = {
+    {"model.tp_comm_overlap", "false"},
+    {"model.tp_comm_overlap_cfg", "null"},
+    {"model.sequence_parallel", "false"},
+    {"model.overlap_p2p_comm", "false"},
+    {"model.batch_p2p_comm", "true"},
+    {"model.moe_shared_expert_overlap", "false"},
+    {"model.moe_token_dispatcher_type", "\"allgather\""},
+    {"model.moe_flex_dispatcher_backend", "\"deepep\""},
+    {"ddp.overlap_grad_reduce", "false"},
+    {"ddp.overlap_param_gather", "false"},
+    {"ddp.align_param_gather", "false"},
+    {"optimizer.overlap_param_gather", "false"},
+    {"optimizer.overlap_param_gather_with_optimizer_step", "false"},
+};
+
 }  // namespace detail
 
 /// Reads `doc` (after overrides) into settings and a workload. Throws input_error (exit status 2)
@@ -625,7 +650,7 @@ inline bridge_config read_config(const document& doc, const read_options& opt = 
   }
 
   // Values Bridge overwrites: said when they differ from what the run will have.
-  const ov::resolved_settings r = ov::derive(s);
+  const ov::resolved_settings r = ov::derive(ov::read_as_upstream(s).as_run);
   for (const overwritten_value& o : overwritten)
     ov::reflect::for_each_field(r, [&](std::string_view name, const auto& final_value) {
       using T = std::remove_cvref_t<decltype(final_value)>;
@@ -641,6 +666,18 @@ inline bridge_config read_config(const document& doc, const read_options& opt = 
   for (const auto& [field, path] : out.path_of)
     if (find(tree, path)) out.in_document.insert(path);
   return out;
+}
+
+/// Whether the document holds upstream's default at the place settings field `field` was read
+/// from (detail::upstream_defaults): then a rule upstream lets run is a note, not a warning.
+inline bool holds_upstream_default(const document& doc, const bridge_config& c, std::string_view field) {
+  const auto place = c.path_of.find(std::string(field));
+  if (place == c.path_of.end()) return false;
+  const json* v = detail::find(doc.tree, place->second);
+  if (!v) return false;
+  for (const detail::upstream_default& d : detail::upstream_defaults)
+    if (d.path == place->second) return *v == json::parse(d.value);
+  return false;
 }
 
 namespace detail {

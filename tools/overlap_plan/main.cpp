@@ -48,10 +48,14 @@ file that starts with '{'). OVERRIDE has Hydra's semantics, applied on top in or
   +comm_overlap.delay_wgrad_compute=true   adds one it lacks     ++a.b=v   sets or adds
   ~ddp.bucket_size                     deletes one it holds
 
-check     validates the config (same rule ids and messages as the C++ static_asserts), names the
-          config field behind each violation and the overrides that fix it, prints the resolved
-          settings, the environment as export lines, and the notes.
-simulate  simulates one training step with the config's overlap and with every overlap off on a
+check     validates the config (same rule ids and messages as the C++ static_asserts) as
+          upstream judges it: a rule upstream enforces is an error; one where upstream turns a
+          feature off or ignores a flag and runs is a warning that says what upstream does (a
+          note where the value is upstream's default, as every dump holds). Names the config
+          field behind each finding and the overrides that fix it, prints the settings upstream
+          runs, the environment as export lines, and the notes.
+simulate  simulates one training step, as upstream runs the config (its warnings applied: the
+          feature off, the flag dropped), with the config's overlap and with every overlap off on a
           model of an H100/H200 node: step time and exposed communication per family; with
           --out DIR writes DIR/step.json and DIR/step_baseline.json (Perfetto /
           chrome://tracing) and DIR/step.svg: one representative of each class of symmetric ranks
@@ -77,10 +81,11 @@ options:
   --out DIR          simulate: write the trace and the picture there
   --ignore-environment   do not read CUDA_DEVICE_MAX_CONNECTIONS / NVTE_*_LAYERNORM_SM_MARGIN
                      from the environment (by default it wins over env_vars, as in Bridge)
+  --strict           warnings are errors (exit 1), in check, simulate and tune
   --json             machine-readable output on stdout
   -h, --help         this text
 
-exit status: 0 valid, 1 rule violations, 2 the config (or the command line) cannot be read or
+exit status: 0 valid (warnings allowed), 1 errors (or warnings under --strict), 2 the config (or the command line) cannot be read or
 used; the message names the file, line and column, or the field.
 )";
 
@@ -89,6 +94,7 @@ struct cli {
   std::vector<std::string> overrides;
   overlap_plan::read_options read;
   bool json_output = false;
+  bool strict = false;  ///< warnings (rules upstream lets run) stop the run too
   unsigned threads = 0;  ///< tune: 0 for one per core
 };
 
@@ -111,12 +117,13 @@ cli parse_args(int argc, char** argv) {
       if (i + 1 >= args.size()) usage_error(a + " needs a value");
       return args[++i];
     };
-    if (given && (a == "--help" || a == "--json" || a == "--ignore-environment")) usage_error(a + " takes no value");
+    if (given && (a == "--help" || a == "--json" || a == "--ignore-environment" || a == "--strict")) usage_error(a + " takes no value");
     if (a == "-h" || a == "--help") {
       c.command = "help";
       return c;
     }
     if (a == "--json") c.json_output = true;
+    else if (a == "--strict") c.strict = true;
     else if (a == "--ignore-environment") c.read.process_environment = false;
     else if (a == "--world-size") {
       const json v = overlap_plan::detail::plain_scalar(value());
@@ -232,12 +239,39 @@ std::string override_for(const overlap_plan::bridge_config& c, std::string_view 
   }
 }
 
-// ---- check ------------------------------------------------------------------------------------
+// ---- check: upstream's severity --------------------------------------------------------------
 
-struct violation {
+/// How a rule that fires reads on an upstream dump: an error stops the run upstream would start
+/// (it enforces the rule too); a warning is a rule upstream lets run, turning a feature off or
+/// ignoring a flag, on a value somebody set; a note is the same on values that are upstream's
+/// defaults, which a dump holds whether anybody asked for them or not.
+enum class severity { error, warning, note };
+
+constexpr const char* to_string(severity v) {
+  return v == severity::error ? "error" : v == severity::warning ? "warning" : "note";
+}
+
+struct finding {
   ov::diagnostic d;
+  severity level = severity::error;
+  const ov::rules::rule* rule = nullptr;
+  ov::rules::upstream upstream = ov::rules::upstream::enforces;
+  std::vector<std::string> fields;  ///< config paths behind it (what upstream runs otherwise first)
+  std::set<std::string> defaults;   ///< those of `fields` that hold upstream's default
   std::vector<std::string> fixes;   ///< overrides that clear it without breaking another rule
-  std::vector<std::string> fields;  ///< config paths the fixes touch that the config sets
+};
+
+/// The config as upstream runs it, and its findings: errors, then the rules upstream let run in
+/// the order it applied them.
+struct judgement {
+  ov::upstream_reading upstream;
+  std::vector<finding> findings;
+
+  std::size_t count(severity v) const {
+    return static_cast<std::size_t>(std::count_if(findings.begin(), findings.end(), [&](const finding& f) { return f.level == v; }));
+  }
+  /// Whether the run stops here: a rule upstream enforces, or with --strict any warning.
+  bool stops(bool strict) const { return count(severity::error) > 0 || (strict && count(severity::warning) > 0); }
 };
 
 std::set<std::string_view> violated_ids(const ov::settings& s) {
@@ -246,15 +280,13 @@ std::set<std::string_view> violated_ids(const ov::settings& s) {
   return out;
 }
 
-/// For each violated rule, the single-field changes that clear it and break nothing else: every
-/// reflected field is tried with its other values (a flag flipped or unset, an enum's other
-/// values, an optional emptied, a list without one of its entries).
-std::vector<violation> explain(const overlap_plan::bridge_config& c, const overlap_plan::document& doc,
-                               const ov::report& rep) {
-  const std::set<std::string_view> before = violated_ids(c.settings);
-  std::vector<violation> out;
-  for (const ov::diagnostic& d : rep) out.push_back({d, {}, {}});
-  ov::reflect::for_each_field(c.settings, [&](std::string_view field, const auto& current) {
+/// For each of `findings` (rules violated by `s`), the single-field changes that clear it and
+/// break nothing else: every reflected field is tried with its other values (a flag flipped or
+/// unset, an enum's other values, an optional emptied, a list without one of its entries).
+void find_fixes(const overlap_plan::bridge_config& c, const overlap_plan::document& doc, const ov::settings& s,
+                std::vector<finding*> findings) {
+  const std::set<std::string_view> before = violated_ids(s);
+  ov::reflect::for_each_field(s, [&](std::string_view field, const auto& current) {
     using T = std::remove_cvref_t<decltype(current)>;
     std::vector<T> alternatives;
     if constexpr (std::is_same_v<T, bool>) {
@@ -282,25 +314,49 @@ std::vector<violation> explain(const overlap_plan::bridge_config& c, const overl
     }
     if constexpr (!std::is_same_v<T, std::optional<ov::ub::user_config>> && !std::is_same_v<T, std::optional<ov::version>>) {
       for (const T& alt : alternatives) {
-        ov::settings changed = c.settings;
+        ov::settings changed = s;
         ov::reflect::for_each_field(changed, [&](std::string_view f, auto& m) {
           if constexpr (std::is_same_v<std::remove_cvref_t<decltype(m)>, T>)
             if (f == field) m = alt;
         });
         const std::set<std::string_view> after = violated_ids(changed);
-        for (violation& v : out) {
-          if (after.count(v.d.id)) continue;
+        for (finding* v : findings) {
+          if (after.count(v->d.id)) continue;
           bool new_ones = false;
           for (const std::string_view id : after) new_ones = new_ones || !before.count(id);
           if (new_ones) continue;
-          v.fixes.push_back(override_for(c, field, alt));
+          v->fixes.push_back(override_for(c, field, alt));
           const std::string path = c.path_of.at(std::string(field));
-          if (doc.where.count(path) && std::find(v.fields.begin(), v.fields.end(), path) == v.fields.end())
-            v.fields.push_back(path);
+          if (doc.where.count(path) && std::find(v->fields.begin(), v->fields.end(), path) == v->fields.end())
+            v->fields.push_back(path);
         }
       }
     }
   });
+}
+
+/// `c` judged as upstream runs it, with the config fields and fixes of each finding.
+judgement judge(const overlap_plan::bridge_config& c, const overlap_plan::document& doc) {
+  judgement out{ov::read_as_upstream(c.settings), {}};
+  for (const ov::diagnostic& d : out.upstream.errors) out.findings.push_back({d, severity::error, &ov::rules::find(d.id), ov::rules::upstream::enforces, {}, {}, {}});
+  const std::size_t errors = out.findings.size();
+  for (const ov::upstream_finding& u : out.upstream.lenient) {
+    finding f{{u.rule->id, u.rule->message()}, severity::note, u.rule, u.what, {}, {}, {}};
+    for (const std::string_view field : u.changed) {
+      const bool by_default = overlap_plan::holds_upstream_default(doc, c, field);
+      if (!by_default) f.level = severity::warning;
+      if (const auto p = c.path_of.find(std::string(field)); p != c.path_of.end() && doc.where.count(p->second)) {
+        f.fields.push_back(p->second);
+        if (by_default) f.defaults.insert(p->second);
+      }
+    }
+    out.findings.push_back(std::move(f));
+  }
+  // Errors are fixed on the settings upstream runs; the rules it let run, on the config as written.
+  std::vector<finding*> enforced, lenient;
+  for (std::size_t i = 0; i < out.findings.size(); ++i) (i < errors ? enforced : lenient).push_back(&out.findings[i]);
+  find_fixes(c, doc, out.upstream.as_run, enforced);
+  find_fixes(c, doc, c.settings, lenient);
   return out;
 }
 
@@ -309,21 +365,45 @@ std::string value_at(const overlap_plan::document& doc, const std::string& path)
   return v ? overlap_plan::shown(*v) : "?";
 }
 
+json finding_json(const finding& f, const overlap_plan::document& doc) {
+  json fields = json::array();
+  for (const std::string& p : f.fields)
+    fields.push_back({{"path", p}, {"value", *overlap_plan::detail::find(doc.tree, p)}, {"at", doc.at(p)}, {"upstream_default", f.defaults.count(p) > 0}});
+  json out = {{"id", f.d.id}, {"message", f.d.message}, {"severity", to_string(f.level)}, {"fields", fields}, {"fixes", f.fixes}};
+  if (f.level != severity::error) {
+    out["upstream"] = ov::rules::to_string(f.upstream);
+    out["upstream_does"] = f.rule->upstream_does;
+  }
+  return out;
+}
+
+void print_finding(const finding& f, const overlap_plan::document& doc) {
+  std::cout << "  " << f.d << '\n';
+  for (const std::string& p : f.fields)
+    std::cout << "      at " << p << " = " << value_at(doc, p) << (f.defaults.count(p) ? ", upstream's default" : "")
+              << "  (" << doc.at(p) << ")\n";
+  if (f.level != severity::error) std::cout << "      upstream: " << f.rule->upstream_does << '\n';
+  if (!f.fixes.empty()) {
+    std::cout << "      fix: ";
+    for (std::size_t i = 0; i < f.fixes.size() && i < 4; ++i) std::cout << (i ? "  |  " : "") << f.fixes[i];
+    std::cout << '\n';
+  }
+}
+
 int run_check(const cli& args, const overlap_plan::document& doc, const overlap_plan::bridge_config& c) {
-  const ov::report rep = ov::validate(c.settings);
-  const std::vector<violation> violations = explain(c, doc, rep);
+  const judgement j = judge(c, doc);
+  const ov::report& rep = j.upstream.errors;  // the settings upstream runs: resolved, N rules
+  const bool stops = j.stops(args.strict);
   if (args.json_output) {
     json out = json::object();
     out["config"] = args.config;
-    out["valid"] = rep.ok();
+    out["valid"] = !stops;
     out["violations"] = json::array();
-    for (const violation& v : violations) {
-      json fields = json::array();
-      for (const std::string& p : v.fields) fields.push_back({{"path", p}, {"value", *overlap_plan::detail::find(doc.tree, p)}, {"at", doc.at(p)}});
-      out["violations"].push_back({{"id", v.d.id}, {"message", v.d.message}, {"fields", fields}, {"fixes", v.fixes}});
-    }
+    out["warnings"] = json::array();
     out["notes"] = json::array();
-    for (const ov::diagnostic& d : rep.notes) out["notes"].push_back({{"id", d.id}, {"message", d.message}});
+    for (const finding& f : j.findings)
+      out[f.level == severity::error ? "violations" : f.level == severity::warning ? "warnings" : "notes"].push_back(finding_json(f, doc));
+    for (const ov::diagnostic& d : rep.notes) out["notes"].push_back({{"id", d.id}, {"message", d.message}, {"severity", "note"}});
     out["reading_notes"] = c.notes;
     out["data_parallel_size"] = c.settings.data_parallel_size;
     if (rep.resolved) {
@@ -331,30 +411,30 @@ int run_check(const cli& args, const overlap_plan::document& doc, const overlap_
       out["environment"] = environment_json(*rep.resolved);
     }
     std::cout << out.dump(2, ' ', false, json::error_handler_t::replace) << '\n';
-    return rep.ok() ? 0 : 1;
+    return stops ? 1 : 0;
   }
-  std::cout << "overlap-plan check " << args.config << ": " << (rep.ok() ? "valid" : "INVALID") << " (tp "
-            << c.settings.tensor_model_parallel_size << ", pp " << c.settings.pipeline_model_parallel_size << ", dp "
-            << c.settings.data_parallel_size << ", ep " << c.settings.expert_model_parallel_size << ")\n";
+  const std::size_t errors = j.count(severity::error), warnings = j.count(severity::warning);
+  std::cout << "overlap-plan check " << args.config << ": " << (stops ? "INVALID" : "valid");
+  if (warnings > 0) std::cout << ", " << warnings << (warnings == 1 ? " warning" : " warnings");
+  std::cout << " (tp " << c.settings.tensor_model_parallel_size << ", pp " << c.settings.pipeline_model_parallel_size
+            << ", dp " << c.settings.data_parallel_size << ", ep " << c.settings.expert_model_parallel_size << ")\n";
   if (!c.notes.empty()) {
     std::cout << "\nreading the config:\n";
     for (const std::string& n : c.notes) std::cout << "  - " << n << '\n';
   }
-  if (!rep.ok()) {
-    std::cout << '\n' << rep.count() << (rep.count() == 1 ? " rule violated:\n" : " rules violated:\n");
-    for (const violation& v : violations) {
-      std::cout << "  " << v.d << '\n';
-      for (const std::string& p : v.fields)
-        std::cout << "      at " << p << " = " << value_at(doc, p) << "  (" << doc.at(p) << ")\n";
-      if (!v.fixes.empty()) {
-        std::cout << "      fix: ";
-        for (std::size_t i = 0; i < v.fixes.size() && i < 4; ++i) std::cout << (i ? "  |  " : "") << v.fixes[i];
-        std::cout << '\n';
-      }
-    }
+  if (errors > 0) {
+    std::cout << '\n' << errors << (errors == 1 ? " rule violated" : " rules violated") << " (upstream stops on it too):\n";
+    for (const finding& f : j.findings)
+      if (f.level == severity::error) print_finding(f, doc);
+  }
+  if (warnings > 0) {
+    std::cout << '\n' << warnings << (warnings == 1 ? " warning" : " warnings")
+              << ": upstream runs the config, but not as written" << (args.strict ? " (errors under --strict)" : " (--strict makes warnings errors)") << ":\n";
+    for (const finding& f : j.findings)
+      if (f.level == severity::warning) print_finding(f, doc);
   }
   if (rep.resolved) {
-    std::cout << "\nresolved settings:\n";
+    std::cout << (j.upstream.lenient.empty() ? "\nresolved settings:\n" : "\nresolved settings, as upstream runs the config:\n");
     std::ostringstream text;
     ov::write_resolved(text, *rep.resolved);
     std::istringstream lines(text.str());
@@ -362,9 +442,12 @@ int run_check(const cli& args, const overlap_plan::document& doc, const overlap_
     std::cout << "\nenvironment:\n";
     ov::write_environment(std::cout, *rep.resolved);
   }
-  std::cout << "\nnotes:" << (rep.notes.empty() ? " none" : "") << '\n';
+  const bool no_notes = rep.notes.empty() && j.count(severity::note) == 0;
+  std::cout << "\nnotes:" << (no_notes ? " none" : "") << '\n';
+  for (const finding& f : j.findings)
+    if (f.level == severity::note) print_finding(f, doc);
   for (const ov::diagnostic& d : rep.notes) std::cout << "  " << d << '\n';
-  return rep.ok() ? 0 : 1;
+  return stops ? 1 : 0;
 }
 
 // ---- simulate -----------------------------------------------------------------------------------
@@ -399,18 +482,36 @@ json family_json(const ov::sim::per_family& v) {
   return out;
 }
 
-/// Whether the config passes the rules; if not, says which it violates and what to do.
-bool valid_for(const char* command, const char* hint, const cli& args, const overlap_plan::bridge_config& c) {
-  const ov::report rep = ov::validate(c.settings);
-  if (rep.ok()) return true;
-  std::cerr << "overlap-plan " << command << ": " << args.config << " violates " << rep.count() << " rule(s); "
-            << hint << ":\n";
-  for (const ov::diagnostic& d : rep) std::cerr << "  " << d << '\n';
-  return false;
+/// `c` as upstream runs it, or nothing when a rule upstream enforces (or, with --strict, a warning)
+/// stops the run; says on stderr which, and what upstream changes.
+std::optional<overlap_plan::bridge_config> as_upstream_runs(const char* command, const cli& args,
+                                                            const overlap_plan::document& doc,
+                                                            const overlap_plan::bridge_config& c) {
+  const judgement j = judge(c, doc);
+  const auto say = [&](severity level) {
+    for (const finding& f : j.findings)
+      if (f.level == level) {
+        std::cerr << "  " << f.d << '\n';
+        if (level != severity::error) std::cerr << "      upstream: " << f.rule->upstream_does << '\n';
+      }
+  };
+  if (j.stops(args.strict)) {
+    std::cerr << "overlap-plan " << command << ": " << args.config << " breaks rules upstream enforces"
+              << (args.strict ? " (or, with --strict, lets run)" : "") << "; run check for the fields and the fixes:\n";
+    say(severity::error);
+    if (args.strict) say(severity::warning);
+    return std::nullopt;
+  }
+  if (j.count(severity::warning) > 0) {
+    std::cerr << "overlap-plan " << command << ": simulating " << args.config << " as upstream runs it:\n";
+    say(severity::warning);
+  }
+  overlap_plan::bridge_config out = c;
+  out.settings = j.upstream.as_run;
+  return out;
 }
 
 int run_simulate(const cli& args, const overlap_plan::bridge_config& c) {
-  if (!valid_for("simulate", "run check", args, c)) return 1;
   require_workload(c);
   const ov::sim::cost_model cost(machine_of(args));
   ov::plan::family_plan plan;
@@ -453,11 +554,11 @@ int run_simulate(const cli& args, const overlap_plan::bridge_config& c) {
     return 0;
   }
   std::printf("overlap-plan simulate %s on an %s: %d %s in %zu %s of symmetric ranks, %d layers, "
-              "%d micro-batches per dp rank\n",
+              "%d %s per dp rank\n",
               args.config.c_str(), machine_label(args, cost.machine()).c_str(), plan.overlap_classes.world(),
               plan.overlap_classes.world() == 1 ? "rank" : "ranks", plan.overlap_step.size(),
               plan.overlap_step.size() == 1 ? "class" : "classes",
-              c.workload.num_layers, c.workload.micro_batches);
+              c.workload.num_layers, c.workload.micro_batches, c.workload.micro_batches == 1 ? "micro-batch" : "micro-batches");
   std::printf("\n%-22s %14s %14s\n", "", "overlap off", "as configured");
   std::printf("%-22s %11.2f ms %11.2f ms   (%+.1f %%)\n", "step time", plan.baseline.step_time_us / 1000,
               plan.overlap.step_time_us / 1000, -100 * gain);
@@ -616,7 +717,6 @@ class progress {
 
 int run_tune(const cli& args, const overlap_plan::document& doc, const overlap_plan::bridge_config& c) {
   const auto started = std::chrono::steady_clock::now();
-  if (!valid_for("tune", "run check first", args, c)) return 1;
   require_workload(c);
   const std::vector<knob> knobs = free_knobs(doc, c);
   const ov::sim::cost_model cost(machine_of(args));
@@ -813,8 +913,10 @@ int main(int argc, char** argv) {
     for (const std::string& o : args.overrides) overlap_plan::apply_override(doc, o);
     const overlap_plan::bridge_config c = overlap_plan::read_config(doc, args.read);
     if (args.command == "check") return run_check(args, doc, c);
-    if (args.command == "simulate") return run_simulate(args, c);
-    return run_tune(args, doc, c);
+    const std::optional<overlap_plan::bridge_config> runs = as_upstream_runs(args.command.c_str(), args, doc, c);
+    if (!runs) return 1;
+    if (args.command == "simulate") return run_simulate(args, *runs);
+    return run_tune(args, doc, *runs);
   } catch (const input_error& e) {
     std::cerr << "overlap-plan: error: " << e.what() << '\n';
     return 2;

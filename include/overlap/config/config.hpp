@@ -67,6 +67,7 @@ struct config {
   static constexpr bool name##_ok =                                                            \
       !pack::options_ok || !rules::conditions::name(pack::value, pack::resolved);              \
   static_assert(sizeof(detail::rule_asserts::name<name##_ok, failing<name##_ok>>));
+#define OVERLAP_ERROR_UPSTREAM_RUNS(name, how, does, as_run, text, ...) OVERLAP_ERROR(name, text, __VA_ARGS__)
 #define OVERLAP_OPTION_ERROR(name, text, ...)
 #define OVERLAP_NOTE(name, text, ...)
 #define OVERLAP_DERIVATION(name, text)

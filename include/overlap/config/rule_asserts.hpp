@@ -17,6 +17,7 @@ namespace overlap::detail::rule_asserts {
   };
 #define OVERLAP_OPTION_ERROR OVERLAP_ASSERT
 #define OVERLAP_ERROR OVERLAP_ASSERT
+#define OVERLAP_ERROR_UPSTREAM_RUNS(name, how, does, as_run, text, ...) OVERLAP_ASSERT(name, text)
 #define OVERLAP_NOTE(name, text, ...)
 #define OVERLAP_DERIVATION(name, text)
 #define OVERLAP_NOT_APPLICABLE(name, text)

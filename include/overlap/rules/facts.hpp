@@ -7,6 +7,7 @@
 #include <optional>
 #include <string_view>
 
+#include <overlap/settings/resolved.hpp>
 #include <overlap/settings/settings.hpp>
 
 namespace overlap::rules {
@@ -33,6 +34,11 @@ constexpr std::int64_t dp_cp(const settings& s) {
 
 /// The user wrote `flag<>` (true), as opposed to leaving it out or writing `flag<false>`.
 constexpr bool user_true(const std::optional<bool>& flag) { return flag.value_or(false); }
+
+/// A flag upstream ignores, as it runs: unset where the user set it true.
+constexpr void drop_if_true(std::optional<bool>& flag) {
+  if (user_true(flag)) flag.reset();
+}
 
 /// `a` divides `b1 × b2 × b3`, computed without forming the product.
 constexpr bool divides_product(std::int64_t a, std::int64_t b1, std::int64_t b2, std::int64_t b3) {
@@ -108,6 +114,15 @@ constexpr bool any_slot(const ub::resolved_config& cfg, Pred pred) {
   for (const ub::slot_id id : ub::all_slots)
     if (pred(id, cfg[id])) return true;
   return false;
+}
+
+/// TE-4 as Transformer Engine runs it: atomic_gemm off on every declared slot that is ub::bulk.
+constexpr void atomic_off_on_bulk(settings& s, const resolved_settings& r) {
+  if (!s.tp_comm_overlap_cfg) return;
+  for (const ub::slot_id id : ub::all_slots) {
+    std::optional<ub::slot>& x = s.tp_comm_overlap_cfg->slots[id];
+    if (x && r.tp_comm_overlap_cfg[id].method == ub::method::bulk) x->atomic_gemm = false;
+  }
 }
 
 /// TE-2: the user declared `dgrad` with a method other than bulk and also declared `wgrad`.

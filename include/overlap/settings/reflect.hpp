@@ -52,6 +52,16 @@ constexpr void for_each_field(T& object, F&& f) {
   });
 }
 
+/// Calls `f(name, a_member, b_member)` for each field of two values of one reflected struct.
+template <class T, class F>
+constexpr void for_each_field_pair(const T& a, const T& b, F&& f) {
+  boost::hana::for_each(boost::hana::accessors<T>(), [&](auto pair) {
+    constexpr std::remove_cvref_t<decltype(boost::hana::first(pair))> key{};
+    f(std::string_view{boost::hana::to<const char*>(key)}, boost::hana::second(pair)(a),
+      boost::hana::second(pair)(b));
+  });
+}
+
 /// The number of reflected fields of `T`.
 template <class T>
 inline constexpr std::size_t field_count = decltype(boost::hana::length(boost::hana::accessors<T>()))::value;
