@@ -27,7 +27,9 @@
 
 BOOST_HANA_ADAPT_STRUCT(overlap::schedule::workload, num_layers, micro_batches, seq_length, micro_batch_size,
                         hidden_size, ffn_hidden_size, num_attention_heads, num_query_groups, kv_channels,
-                        vocab_size, share_embeddings_and_output_weights, moe_router_topk, moe_ffn_hidden_size);
+                        vocab_size, share_embeddings_and_output_weights, moe_router_topk, moe_ffn_hidden_size,
+                        pipeline_layout, num_layers_in_first_pipeline_stage, num_layers_in_last_pipeline_stage,
+                        account_for_embedding_in_pipeline_split, account_for_loss_in_pipeline_split);
 
 namespace overlap_plan {
 
@@ -334,6 +336,11 @@ inline constexpr unhonoured not_honoured[] = {
     {"model.tp_comm_overlap_rs", "per-GEMM TP switches (TP-15) are not modelled; use tp_comm_overlap_cfg slots"},
 };
 
+/// A workload field's name in Bridge's model config, where it differs.
+constexpr std::string_view bridge_name(std::string_view field) {
+  return field == "pipeline_layout" ? "pipeline_model_parallel_layout" : field;
+}
+
 /// The upstream defaults of the fields that upstream may turn off or ignore (rules::upstream), as
 /// `to_yaml()` dumps them: the dataclass defaults of Megatron-Core's ModelParallelConfig,
 /// TransformerConfig, DistributedDataParallelConfig and OptimizerConfig. (Bridge's CommOverlapConfig
@@ -577,7 +584,7 @@ inline bridge_config read_config(const document& doc, const read_options& opt = 
     ov::reflect::for_each_field(w, [&](std::string_view field, auto& member) {
       using T = std::remove_cvref_t<decltype(member)>;
       if (field == "micro_batches") return;
-      std::vector<std::string> paths{"model." + std::string(field)};
+      std::vector<std::string> paths{"model." + std::string(detail::bridge_name(field))};
       if (field == "micro_batch_size") paths = {"train.micro_batch_size"};
       if (field == "seq_length") paths.push_back("dataset.seq_length");
       if (field == "vocab_size") paths.insert(paths.begin(), "model.padded_vocab_size");
@@ -585,13 +592,17 @@ inline bridge_config read_config(const document& doc, const read_options& opt = 
       if (!got) {
         const bool optional_field = field == "num_query_groups" || field == "kv_channels" ||
                                     field == "share_embeddings_and_output_weights" ||
-                                    field == "moe_router_topk" || field == "moe_ffn_hidden_size";
+                                    field == "moe_router_topk" || field == "moe_ffn_hidden_size" ||
+                                    field == "pipeline_layout" || field.find("pipeline_s") != std::string_view::npos;
         if (!optional_field) out.missing_workload.push_back(paths.front());
         return;
       }
       const auto& [path, v] = *got;
       if constexpr (std::is_same_v<T, bool>) {
         member = to_bool(doc, path, v);
+      } else if constexpr (std::is_same_v<T, std::string>) {
+        if (!v.is_string()) bad(doc, path, "expected the layout as a string (\"Et|(tt|)*30mL\"), got " + shown(v));
+        member = v.template get<std::string>();
       } else {
         member = to_integer<int>(doc, path, v);
         if (member < 0) bad(doc, path, "a model size cannot be negative, got " + shown(v));
@@ -769,8 +780,12 @@ inline json write_config(const ov::settings& s, const ov::schedule::workload* w 
   }
   if (w) {
     ov::reflect::for_each_field(*w, [&](std::string_view field, const auto& member) {
+      using T = std::remove_cvref_t<decltype(member)>;
       if (field == "micro_batches") return;
-      put(tree, field == "micro_batch_size" ? "train.micro_batch_size" : "model." + std::string(field), member);
+      const std::string path = field == "micro_batch_size" ? "train.micro_batch_size" : "model." + std::string(detail::bridge_name(field));
+      if constexpr (std::is_same_v<T, std::string>) put(tree, path, member.empty() ? json() : json(member));
+      else if constexpr (std::is_same_v<T, int>) put(tree, path, member == 0 && field.find("pipeline_s") != std::string_view::npos ? json() : json(member));
+      else put(tree, path, member);
     });
     put(tree, "train.global_batch_size", w->micro_batches * w->micro_batch_size * s.data_parallel_size);
   }

@@ -101,11 +101,11 @@ namespace detail {
 class pp_stage {
  public:
   pp_stage(emitter& e, int compute_stream, int stage, const group& pipeline, int chunks,
-           int layers_per_chunk, int micro_batches, int extra_warmup, std::int64_t activation_bytes,
+           std::vector<int> first_layers, int micro_batches, int extra_warmup, std::int64_t activation_bytes,
            bool overlap)
       : e_(e), compute_(compute_stream), stage_(stage),
         stages_(static_cast<int>(pipeline.ranks.size())), chunks_(chunks),
-        per_chunk_(layers_per_chunk), ranks_(pipeline.ranks), suffix_(pipeline.name.substr(2)),
+        first_(std::move(first_layers)), ranks_(pipeline.ranks), suffix_(pipeline.name.substr(2)),
         bytes_(activation_bytes),
         overlap_(overlap),
         order_(pipeline_order(stage, stages_, chunks, micro_batches, extra_warmup)),
@@ -185,8 +185,8 @@ class pp_stage {
                                    : (send ? op_type::pp_send_backward : op_type::pp_recv_backward);
     // The chunk's boundary activations: forward sends the output of its last layer and receives
     // the input of its first; backward the other way round with their gradients.
-    const int first = (a.chunk * stages_ + stage_) * per_chunk_;
-    const int layer = a.forward == send ? first + per_chunk_ : first;
+    const auto v = static_cast<std::size_t>(a.chunk * stages_ + stage_);
+    const int layer = a.forward == send ? first_[v + 1] : first_[v];
     const int data = e_.buffer(a.forward ? activation(layer, a.micro_batch) : activation_grad(layer, a.micro_batch));
     op o{.kind = kind, .stream = stream_of(kind, a.forward),
          .key = {.type = type, .at = {.micro_batch = a.micro_batch, .chunk = a.chunk}}, .comm = comm,
@@ -225,7 +225,8 @@ class pp_stage {
   void cross(int from, int to) { e_.cross(from, to); }
 
   emitter& e_;
-  int compute_, stage_, stages_, chunks_, per_chunk_;
+  int compute_, stage_, stages_, chunks_;
+  std::vector<int> first_;  ///< per virtual stage, its first layer; the layer count last
   std::vector<int> ranks_;
   std::string suffix_;
   std::int64_t bytes_;

@@ -33,6 +33,7 @@
 #include <overlap/schedule/expert_parallel.hpp>
 #include <overlap/schedule/layout.hpp>
 #include <overlap/schedule/pipeline_parallel.hpp>
+#include <overlap/schedule/pipeline_split.hpp>
 #include <overlap/schedule/tensor_parallel.hpp>
 #include <overlap/schedule/workload.hpp>
 #include <overlap/settings/resolved.hpp>
@@ -73,7 +74,10 @@ struct recompute_policy {
 /// Everything compose_step derives from the settings, the workload and the families, checked.
 struct step_shape {
   layout ranks{1, 1, 1, 1, 1};
-  int chunks = 1, per_chunk = 1, micro_batches = 1;
+  int chunks = 1, micro_batches = 1;
+  /// The first transformer layer of each virtual stage (chunk c of stage p: c x pp + p), and the
+  /// layer count as the last entry: virtual stage v holds layers first[v] .. first[v + 1] - 1.
+  std::vector<int> first{0, 1};
   bool moe = false, combined = false, dp = true;
   moe_shape experts{};
   recompute_policy recompute{};
@@ -193,8 +197,15 @@ inline step_shape shape_of(const settings& s, const resolved_settings& r, const 
   const std::int64_t stages = std::int64_t{pp} * k.chunks;  // vpp is not bounded by the rules
   need(s.context_parallel_size == 1, "context parallelism (context_parallel_size " +
                                          std::to_string(s.context_parallel_size) + ") is not modelled");
-  need(w.num_layers % stages == 0, "num_layers (" + std::to_string(w.num_layers) +
-                                       ") must be a multiple of pp x vpp (" + std::to_string(stages) + ")");
+  // One stage when the pipeline is left out: its layout fields then say nothing.
+  const std::vector<int> split = stages == 1 ? std::vector<int>{w.num_layers}
+                                             : split_layers(w, pp, k.chunks, s.mtp_num_layers.value_or(0), problems);
+  int most_per_stage = 0;  // the most layers one pipeline stage holds, over its chunks
+  for (int p = 0; p < pp && !split.empty(); ++p) {
+    int here = 0;
+    for (int c = 0; c < k.chunks; ++c) here += split[static_cast<std::size_t>(c * pp + p)];
+    most_per_stage = std::max(most_per_stage, here);
+  }
   need(k.chunks == 1 || w.micro_batches % pp == 0,
        "the interleaved schedule needs micro_batches (" + std::to_string(w.micro_batches) +
            ") to be a multiple of pp (" + std::to_string(pp) + ")");
@@ -227,7 +238,7 @@ inline step_shape shape_of(const settings& s, const resolved_settings& r, const 
   need(sides.empty(), "matrix problems beyond 2^31 a side (gemm_shape::most): " + sides + "; use smaller sizes");
   // The world fits (L-5); what it generates must too.
   const std::int64_t passes = checked_product(
-      {std::int64_t{tp} * data * pp, w.num_layers / pp + 2, w.micro_batches, 2});
+      {std::int64_t{tp} * data * pp, std::int64_t{most_per_stage} + 2, w.micro_batches, 2});
   need(passes >= 0 && passes <= max_layer_passes,
        "the step is too large to generate: ranks x (layers per stage + 2) x micro_batches x 2 is over " +
            std::to_string(max_layer_passes) + " layer passes; plan a smaller model, fewer micro-batches or fewer ranks");
@@ -249,7 +260,8 @@ inline step_shape shape_of(const settings& s, const resolved_settings& r, const 
   }
   if (!problems.empty()) fail();
   k.ranks = layout(tp, 1, data, pp, ep);
-  k.per_chunk = w.num_layers / (pp * k.chunks);
+  k.first.assign(1, 0);
+  for (const int n : split) k.first.push_back(k.first.back() + n);
   k.micro_batches = w.micro_batches;
   k.combined = ep > 1 && r.overlap_moe_expert_parallel_comm;
   k.dp = on.dp;
@@ -291,7 +303,7 @@ class rank_builder {
     std::optional<pp_stage> pipe;
     const int extra = k_.combined ? 1 : 0;
     if (pp > 1)
-      pipe.emplace(e_, compute_, stage, L.pipeline(at_), k_.chunks, k_.per_chunk, k_.micro_batches, extra,
+      pipe.emplace(e_, compute_, stage, L.pipeline(at_), k_.chunks, k_.first, k_.micro_batches, extra,
                    k_.activation_bytes, r_.overlap_p2p_comm);
     const std::vector<pp_action> order = pipe ? pipe->order() : pipeline_order(0, 1, 1, k_.micro_batches, extra);
     const int warmup = pipeline_warmup(stage, pp, k_.chunks, k_.micro_batches, extra);
@@ -317,17 +329,23 @@ class rank_builder {
  private:
   bool embeds(int chunk) const { return at_.stage == 0 && chunk == 0; }
   bool heads(int chunk) const { return at_.stage + 1 == k_.ranks.pp() && chunk + 1 == k_.chunks; }
-  int global(int chunk, int j) const { return (chunk * k_.ranks.pp() + at_.stage) * k_.per_chunk + j; }
+  /// This stage's virtual stage of `chunk`, its layer count and its global layer j.
+  std::size_t virtual_stage(int chunk) const { return static_cast<std::size_t>(chunk * k_.ranks.pp() + at_.stage); }
+  int layers(int chunk) const { return k_.first[virtual_stage(chunk) + 1] - k_.first[virtual_stage(chunk)]; }
+  int global(int chunk, int j) const { return k_.first[virtual_stage(chunk)] + j; }
   /// Chunk-local index of what computes with parameters: embedding, layers, output layer.
   int holder(int chunk, int j) const { return (embeds(chunk) ? 1 : 0) + j; }
-  int head_holder(int chunk) const { return holder(chunk, k_.per_chunk); }
+  int head_holder(int chunk) const { return holder(chunk, layers(chunk)); }
   /// The chunk and chunk-local holder of a compute op's parameters.
   int chunk_of(const op_key& k) const {
-    if (k.at.layer >= 0) return k.at.layer / k_.per_chunk / k_.ranks.pp();
+    if (k.at.layer >= 0) {
+      const auto v = std::upper_bound(k_.first.begin(), k_.first.end(), k.at.layer) - k_.first.begin() - 1;
+      return static_cast<int>(v) / k_.ranks.pp();
+    }
     return k.type == op_type::embedding_fprop || k.type == op_type::embedding_bprop ? 0 : k_.chunks - 1;
   }
   int holder_of(const op_key& k) const {
-    if (k.at.layer >= 0) return holder(chunk_of(k), k.at.layer % k_.per_chunk);
+    if (k.at.layer >= 0) return holder(chunk_of(k), k.at.layer - global(chunk_of(k), 0));
     const bool embedding = k.type == op_type::embedding_fprop || k.type == op_type::embedding_bprop;
     return embedding ? 0 : head_holder(k_.chunks - 1);
   }
@@ -346,7 +364,7 @@ class rank_builder {
       auto& t = plan.chunks.emplace_back();
       if (embeds(c))
         t.push_back({op_type::embedding_fprop, 0, -1, w_.embedding_parameters() / tp, false, op_type::embedding_fprop});
-      for (int j = 0; j < k_.per_chunk; ++j) {
+      for (int j = 0; j < layers(c); ++j) {
         const int h = holder(c, j), l = global(c, j);
         // A norm is fused into the GEMM after it (TE's LayerNormLinear): that GEMM reads it first.
         const auto add = [&](op_type of, std::int64_t n, op_type used_by, bool expert = false) {
@@ -389,15 +407,18 @@ class rank_builder {
     if (moe_) moe_->reset_chains();
     if (f && embeds(f->chunk)) embedding_forward(f->micro_batch);
     if (b && heads(b->chunk)) head_backward(b->micro_batch);
-    for (int j = 0; j < k_.per_chunk; ++j) {
-      const int fj = j, bj = k_.per_chunk - 1 - j;
-      if (b) recompute_before(b->chunk, bj, b->micro_batch);
-      const int fl = f ? global(f->chunk, fj) : -1, bl = b ? global(b->chunk, bj) : -1;
+    // A paired forward and backward may be of chunks of different lengths (an uneven pipeline):
+    // layer by layer while both have one, then the longer one alone.
+    const int fn = f ? layers(f->chunk) : 0, bn = b ? layers(b->chunk) : 0;
+    for (int j = 0; j < std::max(fn, bn); ++j) {
+      const int fj = j, bj = bn - 1 - j;
+      if (b && bj >= 0) recompute_before(b->chunk, bj, b->micro_batch);
+      const int fl = f && fj < fn ? global(f->chunk, fj) : -1, bl = b && bj >= 0 ? global(b->chunk, bj) : -1;
       if (moe_ && k_.combined) {
-        moe_->layer(*tp_, fl, f ? f->micro_batch : -1, bl, b ? b->micro_batch : -1);
+        moe_->layer(*tp_, fl, fl >= 0 ? f->micro_batch : -1, bl, bl >= 0 ? b->micro_batch : -1);
       } else {
-        if (f) forward(fl, f->micro_batch);
-        if (b) backward(bl, b->micro_batch);
+        if (fl >= 0) forward(fl, f->micro_batch);
+        if (bl >= 0) backward(bl, b->micro_batch);
       }
     }
     if (moe_) moe_->flush();
@@ -423,7 +444,7 @@ class rank_builder {
   }
   /// Full recompute: the forwards the backward of chunk-local layer `j` needs repeated.
   void recompute_before(int chunk, int j, int mb) {
-    for (const int k : k_.recompute.before_backward_of(j, k_.per_chunk)) forward(global(chunk, k), mb, true);
+    for (const int k : k_.recompute.before_backward_of(j, layers(chunk))) forward(global(chunk, k), mb, true);
     if (moe_) moe_->flush();
   }
 

@@ -32,6 +32,13 @@ struct workload {
   bool share_embeddings_and_output_weights = false;
   int moe_router_topk = 0;        ///< experts per token (MoE models)
   int moe_ffn_hidden_size = 0;    ///< one routed expert's gated MLP size
+  /// Uneven pipelines (pipeline_split.hpp): at most one of the layout string, the first / last
+  /// stage counts (0: not set) and the embedding / loss counted as layers.
+  std::string pipeline_layout{};  ///< pipeline_model_parallel_layout, e.g. "Et|(tt|)*30mL"
+  int num_layers_in_first_pipeline_stage = 0;
+  int num_layers_in_last_pipeline_stage = 0;
+  bool account_for_embedding_in_pipeline_split = false;
+  bool account_for_loss_in_pipeline_split = false;
 
   constexpr std::int64_t tokens() const { return std::int64_t{seq_length} * micro_batch_size; }
   constexpr std::int64_t head_size() const {
