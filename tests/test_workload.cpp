@@ -141,9 +141,55 @@ TEST_CASE("selective recompute repeats core attention before its backward") {
   const sc::op_key again{.type = sc::op_type::attn_core_fprop, .at = {.layer = 1, .micro_batch = 1}, .recompute = true};
   CHECK(index_of(p, again) < index_of(p, {.type = sc::op_type::attn_core_bprop, .at = {.layer = 1, .micro_batch = 1}}));
   using not_modelled = ov::config<ov::dp<2>, ov::recompute_granularity<ov::granularity::selective>,
-                                  ov::recompute_modules<ov::module::layernorm>>;
-  CHECK_THROWS_WITH_AS(not_modelled::schedule::generate(small_gqa()), doctest::Contains("recompute_modules"),
+                                  ov::recompute_modules<ov::module::mla_up_proj>>;
+  CHECK_THROWS_WITH_AS(not_modelled::schedule::generate(small_gqa()), doctest::Contains("mla_up_proj needs multi-latent attention"),
                        std::invalid_argument);
+}
+
+TEST_CASE("selective recompute of the norms, the experts' activation and the shared experts, in bytes and flops") {
+  // small_gqa: 128 tokens, h 256, bf16, tp 1. A recomputed norm reads its input and writes its
+  // output again inside the backward of the GEMM that reads it (TE's LayerNormLinear): 2 x 128 x
+  // 256 x 2 bytes = 131,072 more on qkv_dgrad and fc1_dgrad.
+  ov::settings s;
+  s.data_parallel_size = 2;
+  s.precision = ov::dtype::bf16;
+  s.recompute_granularity = ov::granularity::selective;
+  s.recompute_modules.insert(ov::module::core_attn);
+  const auto bytes_of = [](const ov::settings& x, const sc::workload& w, sc::op_type type) {
+    const auto step = sc::compose_step(x, ov::derive(x), w);
+    CHECK(ov::verify::verify(step).empty());
+    return find(step[0], {.type = type, .at = {.layer = 1, .micro_batch = 0}}).memory_bytes;
+  };
+  ov::settings norms = s;
+  norms.recompute_modules.insert(ov::module::layernorm);
+  for (const sc::op_type t : {sc::op_type::qkv_dgrad, sc::op_type::fc1_dgrad})
+    CHECK(bytes_of(norms, small_gqa(), t) - bytes_of(s, small_gqa(), t) == 131'072);
+  // MoE: 4 experts, top-2, expert ffn 128, shared experts of 64. The norm before the router is
+  // recomputed inside the router's backward (131,072 bytes again); the routed SwiGLU inside the
+  // experts' dgrad: 128 tokens x 2 x (read 2 x 128 + write 128) x 2 bytes = 196,608.
+  sc::workload w = small_gqa();
+  w.moe_router_topk = 2;
+  w.moe_ffn_hidden_size = 128;
+  ov::settings moe = s;
+  moe.num_moe_experts = 4;
+  moe.moe_shared_expert_intermediate_size = 64;
+  moe.moe_token_dispatcher_type = ov::dispatcher::alltoall;
+  ov::settings moe_norms = moe;
+  moe_norms.recompute_modules.insert(ov::module::layernorm);
+  CHECK(bytes_of(moe_norms, w, sc::op_type::router_bprop) - bytes_of(moe, w, sc::op_type::router_bprop) == 131'072);
+  ov::settings act = moe;
+  act.recompute_modules.insert(ov::module::moe_act);
+  CHECK(bytes_of(moe, w, sc::op_type::experts_dgrad) == 0);
+  CHECK(bytes_of(act, w, sc::op_type::experts_dgrad) == 196'608);
+  // The shared experts' forward again before their backward: 2 x 128 x (3 x 256 x 64) flops.
+  ov::settings shared = moe;
+  shared.recompute_modules.insert(ov::module::shared_experts);
+  const auto step = sc::compose_step(shared, ov::derive(shared), w);
+  CHECK(ov::verify::verify(step).empty());
+  const sc::op_key again{.type = sc::op_type::shared_experts_fprop, .at = {.layer = 1, .micro_batch = 0}, .recompute = true};
+  CHECK(find(step[0], again).flops == doctest::Approx(2.0 * 128 * 3 * 256 * 64));
+  CHECK(index_of(step[0], again) <
+        index_of(step[0], {.type = sc::op_type::shared_experts_dgrad, .at = {.layer = 1, .micro_batch = 0}}));
 }
 
 TEST_CASE("the op types a config's programs contain are known from its type") {

@@ -54,6 +54,7 @@ struct bridge_config {
   std::map<std::string, std::string> path_of;  ///< settings field -> the Bridge path that holds it
   std::set<std::string> in_document;           ///< those paths the document holds (a Hydra `a.b=v` needs one)
   std::vector<std::string> notes;              ///< precedence, dp derivation, fields not honoured
+  std::vector<std::string> not_modelled;       ///< those notes of fields that shape the run, not modelled
   std::vector<std::string> missing_workload;   ///< model/train fields the simulator needs and lacks
   int global_batch_size = 0;
 };
@@ -323,6 +324,8 @@ inline places places_of(std::string_view field, const json& tree) {
 /// Fields that shape the run but that overlap-plan does not model: a note when they are set.
 struct unhonoured {
   std::string_view path, why;
+  double quiet_up_to = 1;  ///< a number up to this says the feature is off
+  bool when_false = false; ///< a switch on by default: said when turned off
 };
 inline constexpr unhonoured not_honoured[] = {
     {"ddp.use_megatron_fsdp", "FSDP is out of scope: its DP schedule is not modelled or checked"},
@@ -332,8 +335,14 @@ inline constexpr unhonoured not_honoured[] = {
     {"model.fine_grained_activation_offloading", "activation offloading is out of scope (EP-14 not checked)"},
     {"model.moe_enable_deepep", "deprecated flag (FX-9); set moe_token_dispatcher_type flex and moe_flex_dispatcher_backend deepep"},
     {"dataset.packing_buffer_size", "Energon native packing makes Bridge turn EP overlap and delayed wgrad off (EP-19); not modelled"},
-    {"model.tp_comm_overlap_ag", "per-GEMM TP switches (TP-15) are not modelled; use tp_comm_overlap_cfg slots"},
-    {"model.tp_comm_overlap_rs", "per-GEMM TP switches (TP-15) are not modelled; use tp_comm_overlap_cfg slots"},
+    {"model.tp_comm_overlap_ag", "per-GEMM TP switches (TP-15) are not modelled: every all-gather is overlapped as "
+                                 "its tp_comm_overlap_cfg slot says", 1, true},
+    {"model.tp_comm_overlap_rs", "per-GEMM TP switches (TP-15) are not modelled: every reduce-scatter is overlapped as "
+                                 "its tp_comm_overlap_cfg slot says", 1, true},
+    {"model.multi_latent_attention", "multi-latent attention is not modelled: attention is simulated as "
+                                     "num_attention_heads heads of kv_channels (q/kv LoRA projections left out)"},
+    {"model.mtp_num_layers", "multi-token prediction layers are not modelled: the step has none", 0},
+    {"model.moe_layer_freq", "dense layers among the MoE layers are not modelled: every layer is simulated as MoE"},
 };
 
 /// A workload field's name in Bridge's model config, where it differs.
@@ -656,8 +665,13 @@ inline bridge_config read_config(const document& doc, const read_options& opt = 
 
   for (const unhonoured& u : not_honoured) {
     const json* v = given(tree, u.path);
-    if (v && !(v->is_boolean() && !v->get<bool>()) && !(v->is_number() && v->get<double>() <= 1))
+    const bool noted = !v ? false
+                       : u.when_false ? v->is_boolean() && !v->get<bool>()
+                                      : !(v->is_boolean() && !v->get<bool>()) && !(v->is_number() && v->get<double>() <= u.quiet_up_to);
+    if (noted) {
       notes.push_back(std::string(u.path) + " = " + shown(*v) + " is not honoured: " + std::string(u.why));
+      out.not_modelled.push_back(notes.back());
+    }
   }
 
   // Values Bridge overwrites: said when they differ from what the run will have.

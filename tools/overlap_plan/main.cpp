@@ -506,6 +506,7 @@ std::optional<overlap_plan::bridge_config> as_upstream_runs(const char* command,
     std::cerr << "overlap-plan " << command << ": simulating " << args.config << " as upstream runs it:\n";
     say(severity::warning);
   }
+  for (const std::string& n : c.not_modelled) std::cerr << "overlap-plan " << command << ": warning: " << n << '\n';
   overlap_plan::bridge_config out = c;
   out.settings = j.upstream.as_run;
   return out;

@@ -34,6 +34,9 @@ struct moe_shape {
   int shared_ffn = 0;      ///< moe_shared_expert_intermediate_size (0: none)
   bool delay_wgrad = false;
   bool recompute_experts = false;  ///< selective recompute of the routed experts ("moe")
+  bool recompute_activation = false;  ///< ... of their activation alone ("moe_act"): inside their dgrad
+  bool recompute_shared = false;      ///< ... of the shared experts ("shared_experts")
+  bool recompute_norm = false;        ///< ... of the norm before the router ("layernorm"): inside its backward
   /// The alltoall dispatcher: the host needs the token counts per expert to size the all-to-all,
   /// so before issuing a dispatch it waits for the router's counts to reach it (upstream: a D2H
   /// copy at `cuda_dtoh_point` and `event.synchronize()` at `cuda_sync_point`, before the
@@ -56,6 +59,10 @@ class moe_builder {
     hidden_ = w.hidden_size;
     norm_bytes_ = tokens_per_rank_ * hidden_ * element_bytes;
     routed_bytes_ = w.tokens() / tp * w.moe_router_topk * w.hidden_size * element_bytes;
+    // The SwiGLU of the routed rows again: read fc1's 2 f, write f.
+    activation_bytes_ = shape.recompute_activation && !shape.recompute_experts
+                            ? 3 * (w.tokens() / tp) * w.moe_router_topk * std::int64_t{w.moe_ffn_hidden_size} * element_bytes
+                            : 0;
     experts_flops_ = 2 * tokens_ * w.moe_router_topk * static_cast<double>(w.expert_parameters(w.moe_ffn_hidden_size));
     // Evenly routed: the rank's tokens x top-k rows spread over its local experts.
     const std::int64_t local_experts = shape.experts / ep_;
@@ -73,7 +80,7 @@ class moe_builder {
     const bool fwd = f >= 0, bwd = b >= 0;
     recompute_ = recompute;
     if (bwd) {
-      work_in_chain(chain_b_, [&] { backward_entry(bat); });
+      work_in_chain(chain_b_, [&] { backward_entry(tp, bat); });
       comm_in_chain(chain_b_, op_type::ep_combine_bprop, bat, tokens(op_type::unpermute_bprop, bat),
                     tokens(op_type::ep_combine_bprop, bat));
     }
@@ -137,9 +144,10 @@ class moe_builder {
                std::int64_t memory = 0) {
     e_.compute(compute_, key(type, at), flops, std::move(reads), std::move(writes), memory);
   }
-  /// The routed experts' forward, input gradient or weight gradient: one grouped problem each.
-  void experts(op_type type, location at, std::vector<int> reads, std::vector<int> writes) {
-    e_.compute(compute_, key(type, at), experts_flops_, std::move(reads), std::move(writes), 0, experts_shape_);
+  /// The routed experts' forward, input gradient or weight gradient: one grouped problem each,
+  /// with `memory` bytes of memory-bound kernels beside it.
+  void experts(op_type type, location at, std::vector<int> reads, std::vector<int> writes, std::int64_t memory = 0) {
+    e_.compute(compute_, key(type, at), experts_flops_, std::move(reads), std::move(writes), memory, experts_shape_);
   }
 
   /// A phase of one micro-batch's chain: it waits for the chain's previous phase (on the other
@@ -190,9 +198,16 @@ class moe_builder {
             permute_bytes());
   }
 
-  void backward_entry(location at) {
+  void backward_entry(tp_builder& tp, location at) {
     const int grad = e_.buffer(activation_grad(at.layer + 1, at.micro_batch));
     compute(op_type::unpermute_bprop, at, 0, {grad}, {tokens(op_type::unpermute_bprop, at)}, permute_bytes());
+    if (shape_.shared_ffn > 0 && shape_.recompute_shared) {
+      recompute_ = true;
+      compute(op_type::shared_experts_fprop, at, shared_flops_,
+              {tp.attention_output(at.layer, at.micro_batch), params(op_type::shared_experts_fprop, at)},
+              {ws(op_type::shared_experts_fprop, at)});
+      recompute_ = false;
+    }
     if (shape_.shared_ffn > 0) {
       compute(op_type::shared_experts_dgrad, at, shared_flops_, {grad, params(op_type::shared_experts_dgrad, at)},
               {ws(op_type::shared_experts_dgrad, at)});
@@ -208,7 +223,7 @@ class moe_builder {
     }
     const int grad = combined_grad(at);
     experts(op_type::experts_dgrad, at, {grad, params(op_type::experts_dgrad, at), dispatched(at)},
-            {tokens(op_type::experts_dgrad, at)});
+            {tokens(op_type::experts_dgrad, at)}, activation_bytes_);
     if (with_wgrad) experts_wgrad(at);
   }
   void experts_wgrad(location at) {
@@ -220,7 +235,7 @@ class moe_builder {
     compute(op_type::permute_bprop, at, 0, {dispatched_grad(at)}, {grad}, permute_bytes());
     // The router's backward runs the norm's backward and the residual gradient's add too.
     compute(op_type::router_bprop, at, 2 * router_flops_, {grad, ws(op_type::router_fprop, at), grads(op_type::router_bprop, at)},
-            {grads(op_type::router_bprop, at)}, add_norm_backward_tensors * norm_bytes_);
+            {grads(op_type::router_bprop, at)}, (add_norm_backward_tensors + (shape_.recompute_norm ? 2 : 0)) * norm_bytes_);
     tp.attention_backward(at.layer, at.micro_batch, grad, e_.buffer(activation(at.layer, at.micro_batch)),
                           e_.buffer(activation_grad(at.layer, at.micro_batch)), shape_.delay_wgrad);
   }
@@ -232,6 +247,7 @@ class moe_builder {
   gemm_shape experts_shape_{};  ///< the routed experts' grouped problem (program.hpp)
   std::int64_t tokens_per_rank_ = 0, hidden_ = 0;
   std::int64_t routed_bytes_ = 0;
+  std::int64_t activation_bytes_ = 0;  ///< the routed SwiGLU recomputed inside the experts' dgrad
   std::int64_t norm_bytes_ = 0;  ///< one tensor of the local tokens
   bool recompute_ = false;
   int chain_f_ = -1, chain_b_ = -1;

@@ -55,6 +55,9 @@ struct recompute_policy {
   bool core_attention = false;  ///< selective: core attention
   bool mlp = false;             ///< selective: the dense MLP
   bool experts = false;         ///< selective: the routed experts ("moe")
+  bool activation = false;      ///< selective: the routed experts' activation alone ("moe_act")
+  bool norms = false;           ///< selective: the norms before attention and the MLP ("layernorm")
+  bool shared_experts = false;  ///< selective: the shared experts
   int full_layers = 0;          ///< full: recompute_num_layers
   bool uniform = true;          ///< full: groups of full_layers (uniform) or the first ones (block)
 
@@ -248,10 +251,11 @@ inline step_shape shape_of(const settings& s, const resolved_settings& r, const 
     k.recompute.core_attention = defaults || s.recompute_modules.contains(module::core_attn);
     k.recompute.mlp = s.recompute_modules.contains(module::mlp);
     k.recompute.experts = s.recompute_modules.contains(module::moe);
-    for (const module m : {module::moe_act, module::layernorm, module::mla_up_proj, module::shared_experts})
-      need(!s.recompute_modules.contains(m),
-           "recompute_modules: only core_attn, mlp and moe are modelled in the schedule (moe_act and layernorm "
-           "are fused into the GEMMs here, MLA and shared-expert recompute are not modelled)");
+    k.recompute.activation = s.recompute_modules.contains(module::moe_act);
+    k.recompute.norms = s.recompute_modules.contains(module::layernorm);
+    k.recompute.shared_experts = s.recompute_modules.contains(module::shared_experts);
+    need(!s.recompute_modules.contains(module::mla_up_proj),
+         "recompute_modules: mla_up_proj needs multi-latent attention, which the schedule does not model");
   }
   if (s.recompute_granularity == granularity::full) {
     k.recompute.full_layers = s.recompute_num_layers.value_or(1);
@@ -265,8 +269,14 @@ inline step_shape shape_of(const settings& s, const resolved_settings& r, const 
   k.micro_batches = w.micro_batches;
   k.combined = ep > 1 && r.overlap_moe_expert_parallel_comm;
   k.dp = on.dp;
-  k.experts = {experts, s.moe_shared_expert_intermediate_size.value_or(0), r.delay_wgrad_compute,
-               k.recompute.experts, s.moe_token_dispatcher_type == dispatcher::alltoall};
+  k.experts = {.experts = experts,
+               .shared_ffn = s.moe_shared_expert_intermediate_size.value_or(0),
+               .delay_wgrad = r.delay_wgrad_compute,
+               .recompute_experts = k.recompute.experts,
+               .recompute_activation = k.recompute.activation,
+               .recompute_shared = k.recompute.shared_experts,
+               .recompute_norm = k.recompute.norms,
+               .host_token_counts = s.moe_token_dispatcher_type == dispatcher::alltoall};
   k.element_bytes = element_bytes(s.precision);
   k.activation_bytes = w.tokens() * w.hidden_size * k.element_bytes / tp;  // sequence parallel
   return k;
@@ -288,7 +298,7 @@ class rank_builder {
     const int stage = at_.stage, pp = L.pp();
     compute_ = e_.add_stream(stream_role::compute, 0);
     tp_.emplace(e_, compute_, L.tensor_parallel(at_), at_.tp, w_, k_.element_bytes, r_.tp_comm_overlap_cfg,
-                selective_recompute{k_.recompute.core_attention, k_.recompute.mlp});
+                selective_recompute{k_.recompute.core_attention, k_.recompute.mlp, k_.recompute.norms});
     if (k_.moe) moe_.emplace(e_, compute_, L.expert_parallel(at_), w_, L.tp(), k_.element_bytes, k_.experts);
     dp_.emplace(e_, compute_, dp_plan_of(), s_, r_, k_.micro_batches, k_.element_bytes);
     // Parameters are waited for right before the op that first reads them, and a bucket reduces

@@ -33,9 +33,11 @@ namespace overlap::schedule::detail {
 /// one; the residual gradient's add: read 2, write 1).
 inline constexpr std::int64_t add_norm_tensors = 5, add_norm_backward_tensors = 6;
 
-/// What selective activation recompute repeats before a layer's backward.
+/// What selective activation recompute repeats before a layer's backward: core attention and the
+/// dense MLP as ops of their own; the norms ("layernorm") inside the backward of the GEMM that reads
+/// them, as TE's LayerNormLinear fuses them (their bytes move with that GEMM's module).
 struct selective_recompute {
-  bool core_attention = false, mlp = false;
+  bool core_attention = false, mlp = false, layernorm = false;
 };
 
 class tp_builder {
@@ -120,6 +122,8 @@ class tp_builder {
   };
 
   double gemm(std::int64_t parameters) const { return w_.gemm_flops(parameters) / tp_; }
+  /// The tensors a recomputed norm moves (read its input, write its output), or none.
+  std::int64_t norm_again() const { return selective_.layernorm ? 2 : 0; }
   int ws(op_type of, location at) { return e_.buffer({.kind = buffer_kind::workspace, .of = of, .at = at}); }
   int params(op_type type, int l) { return e_.buffer(parameters(weights_of(type), l)); }
   int grads(op_type type, int l) { return e_.buffer(gradients(weights_of(type), l)); }
@@ -159,7 +163,7 @@ class tp_builder {
   /// - fc2_fprop: the SwiGLU between fc1 and fc2 (read 2 f, write f);
   /// - fc2_dgrad: the SwiGLU's backward (read the gradient and the saved 2 f, write 2 f);
   /// - fc1_dgrad, qkv_dgrad: their backwards (`add_norm_backward_tensors`); qkv also the rotary
-  ///   backward.
+  ///   backward; with the norms recomputed, their forward again (read 1, write 1).
   std::int64_t module_bytes(op_type type) const {
     const std::int64_t t = w_.tokens(), local = t / tp_, h = w_.hidden_size, f = w_.ffn_hidden_size / tp_;
     const std::int64_t rope = 2 * t * (w_.query_width() + w_.query_groups() * w_.head_size()) / tp_;
@@ -169,8 +173,8 @@ class tp_builder {
       case op_type::fc1_fprop: elements = add_norm_tensors * local * h; break;
       case op_type::fc2_fprop: elements = 3 * t * f; break;
       case op_type::fc2_dgrad: elements = 5 * t * f; break;
-      case op_type::fc1_dgrad: elements = add_norm_backward_tensors * local * h; break;
-      case op_type::qkv_dgrad: elements = add_norm_backward_tensors * local * h + rope; break;
+      case op_type::fc1_dgrad: elements = (add_norm_backward_tensors + norm_again()) * local * h; break;
+      case op_type::qkv_dgrad: elements = (add_norm_backward_tensors + norm_again()) * local * h + rope; break;
       default: break;
     }
     return elements * element_bytes_;
