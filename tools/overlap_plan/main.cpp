@@ -72,8 +72,9 @@ options:
                      also overlap_plan.gpu in the config
   --te-version X.Y.Z the Transformer Engine version (TE rules apply only when it is given);
                      also overlap_plan.te_version
-  --machine NAME     simulate/tune: h100 (default) or h200: the node (links, NICs, host); both
-                     compute as measured on an H200 (the profile built in), the h100 with its HBM3
+  --machine NAME     simulate/tune: h100 or h200: the node (links, NICs, host); both compute as
+                     measured on an H200 (the profile built in), the h100 with its HBM3. Default:
+                     the --gpu's node (h100 without one); another GPU needs --machine and --profile
   --profile FILE     simulate/tune: compute as measured on your GPU: the JSON that overlap-profile
                      writes there (SMs, GEMM, grouped GEMM and attention times, memory rate)
   --threads N        tune: simulate up to N combinations at once (default: one per core; the
@@ -90,7 +91,7 @@ used; the message names the file, line and column, or the field.
 )";
 
 struct cli {
-  std::string command, config, machine = "h100", out, profile;
+  std::string command, config, machine, out, profile;  ///< machine: "" until given or chosen
   std::vector<std::string> overrides;
   overlap_plan::read_options read;
   bool json_output = false;
@@ -451,6 +452,19 @@ int run_check(const cli& args, const overlap_plan::document& doc, const overlap_
 }
 
 // ---- simulate -----------------------------------------------------------------------------------
+
+/// The node to simulate on: --machine, else the config's GPU where it has a preset (h100, h200;
+/// h100 when it names none). A GPU without a preset is an input error naming the way out, not a
+/// silent H100.
+std::string node_for(const cli& args, const overlap_plan::bridge_config& c) {
+  if (!args.machine.empty()) return args.machine;
+  const std::optional<ov::gpu_model> gpu = c.settings.gpu;
+  if (!gpu || *gpu == ov::gpu_model::h100) return "h100";
+  if (*gpu == ov::gpu_model::h200) return "h200";
+  throw input_error("no node preset for " + std::string(ov::to_string(*gpu)) +
+                    " (the simulator has h100 and h200 nodes): simulate on one of them with --machine h100|h200, "
+                    "and give compute as measured on your GPU with --profile FILE (what overlap-profile writes there)");
+}
 
 /// The node of --machine; with --profile, computing as that profile measured.
 ov::sim::machine machine_of(const cli& args) {
@@ -916,8 +930,10 @@ int main(int argc, char** argv) {
     if (args.command == "check") return run_check(args, doc, c);
     const std::optional<overlap_plan::bridge_config> runs = as_upstream_runs(args.command.c_str(), args, doc, c);
     if (!runs) return 1;
-    if (args.command == "simulate") return run_simulate(args, *runs);
-    return run_tune(args, doc, *runs);
+    cli on_node = args;
+    on_node.machine = node_for(args, *runs);
+    if (args.command == "simulate") return run_simulate(on_node, *runs);
+    return run_tune(on_node, doc, *runs);
   } catch (const input_error& e) {
     std::cerr << "overlap-plan: error: " << e.what() << '\n';
     return 2;
