@@ -19,6 +19,7 @@
 
 #include <overlap/plan/parallel.hpp>
 #include <overlap/plan/plan.hpp>
+#include <overlap/plan/tune.hpp>
 #include <overlap/rules/validate.hpp>
 #include <overlap/settings/print.hpp>
 #include <overlap/sim/machine.hpp>
@@ -60,10 +61,11 @@ simulate  simulates one training step, as upstream runs the config (its warnings
           --out DIR writes DIR/step.json and DIR/step_baseline.json (Perfetto /
           chrome://tracing) and DIR/step.svg: one representative of each class of symmetric ranks
           (labelled with its class size), as the step is generated and simulated once per class.
-tune      tries the overlap knobs the config leaves unset (EP overlap and delayed wgrad,
-          bucket_size, overlap_param_gather, TP userbuffer slots, CUDA_DEVICE_MAX_CONNECTIONS,
-          p2p mode), keeps the combinations the rule table accepts, simulates each and prints
-          them ranked, then the best as Bridge overrides and as a YAML fragment.
+tune      tries every overlap knob, the ones the config sets too (EP overlap and delayed
+          wgrad, TP overlap and its userbuffer slots, overlap_grad_reduce, overlap_param_gather,
+          bucket_size, CUDA_DEVICE_MAX_CONNECTIONS, p2p mode), keeps the combinations the rule
+          table accepts (the others counted by rule id), simulates each and prints them ranked
+          against the config as configured, then the best as Bridge overrides and as YAML.
 
 options:
   --world-size N     GPUs of the run: data_parallel_size = N / (tp x pp x cp), as Bridge derives
@@ -591,126 +593,37 @@ int run_simulate(const cli& args, const overlap_plan::bridge_config& c) {
 
 // ---- tune ---------------------------------------------------------------------------------------
 
-struct choice {
-  std::string label;                          ///< "delay_wgrad_compute=true" style, for the table
-  std::vector<std::string> overrides;         ///< Bridge overrides that select it (empty: leave to Bridge)
-  std::function<void(ov::settings&)> apply;
-};
-struct knob {
-  std::string name;
-  std::vector<choice> choices;  ///< choices[0]: what the config gives (Bridge's derivation)
-};
-
-bool given(const overlap_plan::document& doc, const overlap_plan::bridge_config& c, const std::string& field) {
-  return overlap_plan::detail::given(doc.tree, c.path_of.at(field)) != nullptr;
-}
-
-std::vector<knob> free_knobs(const overlap_plan::document& doc, const overlap_plan::bridge_config& c) {
-  const ov::settings& s = c.settings;
-  const ov::resolved_settings r = ov::derive(s);
-  const auto path = [&](const std::string& field) { return c.path_of.at(field); };
-  std::vector<knob> out;
-  if (s.expert_model_parallel_size > 1 && s.num_moe_experts && !given(doc, c, "overlap_moe_expert_parallel_comm") &&
-      !given(doc, c, "delay_wgrad_compute")) {
-    const std::string ep = path("overlap_moe_expert_parallel_comm"), wg = path("delay_wgrad_compute");
-    out.push_back({"EP overlap",
-                   {{"ep_overlap=off", {}, [](ov::settings&) {}},
-                    {"ep_overlap=on", {ep + "=true"}, [](ov::settings& x) { x.overlap_moe_expert_parallel_comm = true; }},
-                    {"ep_overlap=on+delay_wgrad", {ep + "=true", wg + "=true"}, [](ov::settings& x) {
-                       x.overlap_moe_expert_parallel_comm = true;
-                       x.delay_wgrad_compute = true;
-                     }}}});
-  }
-  if (s.data_parallel_size > 1 && r.overlap_grad_reduce && !given(doc, c, "bucket_size") && !s.num_buckets) {
-    knob k{"bucket_size", {{"bucket_size=" + (r.bucket_size ? std::to_string(*r.bucket_size) : std::string("one")) + " (derived)", {}, [](ov::settings&) {}}}};
-    for (const std::int64_t b : {16'777'216LL, 67'108'864LL, 268'435'456LL})
-      if (!r.bucket_size || b != *r.bucket_size)
-        k.choices.push_back({"bucket_size=" + std::to_string(b), {path("bucket_size") + "=" + std::to_string(b)},
-                             [b](ov::settings& x) { x.bucket_size = b; }});
-    out.push_back(k);
-  }
-  if (s.data_parallel_size > 1 && s.distributed_optimizer && !given(doc, c, "overlap_param_gather"))
-    out.push_back({"overlap_param_gather",
-                   {{std::string("overlap_param_gather=") + (r.overlap_param_gather ? "true" : "false") + " (derived)", {}, [](ov::settings&) {}},
-                    {std::string("overlap_param_gather=") + (r.overlap_param_gather ? "false" : "true"),
-                     {path("overlap_param_gather") + "=" + (r.overlap_param_gather ? "false" : "true")},
-                     [v = !r.overlap_param_gather](ov::settings& x) {
-                       x.overlap_param_gather = v;
-                       if (!v) x.align_param_gather = false;
-                     }}}});
-  if (r.tp_comm_overlap && !s.tp_comm_overlap_cfg) {
-    const std::string cfg = path("tp_comm_overlap_cfg");
-    const auto slots = [](ov::ub::method m, int num_sm) {
-      ov::ub::user_config u;
-      for (const ov::ub::slot_id id : {ov::ub::slot_id::proj_fprop, ov::ub::slot_id::fc2_fprop}) {
-        ov::ub::slot x = ov::ub::default_knobs(m);
-        x.num_sm = num_sm;
-        u.slots[id] = x;
+/// The Bridge overrides that take the config from settings `from` to `to`: one per settings field
+/// that differs, at the place the config reads it (override_for); a userbuffer config per slot
+/// field, over TE-6's defaults of the slot's method.
+std::vector<std::string> overrides_between(const overlap_plan::bridge_config& c, const overlap_plan::document& doc,
+                                           const ov::settings& from, const ov::settings& to) {
+  std::vector<std::string> out;
+  ov::reflect::for_each_field_pair(from, to, [&](std::string_view field, const auto& a, const auto& b) {
+    using T = std::remove_cvref_t<decltype(a)>;
+    if (a == b) return;
+    if constexpr (std::is_same_v<T, std::optional<ov::ub::user_config>>) {
+      const std::string path = c.path_of.at(std::string(field));
+      const auto set = [&](const std::string& key, const std::string& value) {
+        out.push_back((overlap_plan::detail::find(doc.tree, key) ? "" : "++") + key + "=" + value);
+      };
+      for (const ov::ub::slot_id id : ov::ub::all_slots) {
+        const std::optional<ov::ub::slot>& x = b ? b->slots[id] : std::optional<ov::ub::slot>{};
+        const std::optional<ov::ub::slot>& was = a ? a->slots[id] : std::optional<ov::ub::slot>{};
+        if (!x || x == was) continue;
+        const std::string slot = path + "." + std::string(ov::ub::to_string(id));
+        const ov::ub::slot base = ov::ub::default_knobs(x->method);
+        set(slot + ".method", std::string(ov::to_string(x->method)));
+        ov::reflect::for_each_field_pair(base, *x, [&](std::string_view knob, const auto& d, const auto& v) {
+          if (knob != "method" && !(d == v)) set(slot + "." + std::string(knob), override_value(v));
+        });
       }
-      return u;
-    };
-    knob k{"TP userbuffers", {{"tp_slots=TE defaults", {}, [](ov::settings&) {}}}};
-    for (const auto& [label, method, sm] : {std::tuple{"rs=pipeline num_sm=8", ov::ub::method::pipeline, 8},
-                                            std::tuple{"rs=pipeline num_sm=24", ov::ub::method::pipeline, 24},
-                                            std::tuple{"rs=ring_exchange", ov::ub::method::ring_exchange, 1}}) {
-      const ov::ub::user_config u = slots(method, sm);
-      std::string m(ov::to_string(method));
-      k.choices.push_back({std::string("tp_slots=") + label,
-                           {cfg + ".proj_fprop.method=" + m, cfg + ".proj_fprop.num_sm=" + std::to_string(sm),
-                            cfg + ".fc2_fprop.method=" + m, cfg + ".fc2_fprop.num_sm=" + std::to_string(sm)},
-                           [u](ov::settings& x) { x.tp_comm_overlap_cfg = u; }});
+    } else {
+      out.push_back(override_for(c, field, b));
     }
-    out.push_back(k);
-  }
-  if (!s.cuda_device_max_connections) {
-    knob k{"CUDA_DEVICE_MAX_CONNECTIONS",
-           {{"max_connections=" + std::to_string(r.cuda_device_max_connections.value_or(8)) + " (derived)", {}, [](ov::settings&) {}}}};
-    for (const int n : {1, 8, 32})
-      if (n != r.cuda_device_max_connections.value_or(8))
-        k.choices.push_back({"max_connections=" + std::to_string(n), {"env_vars.CUDA_DEVICE_MAX_CONNECTIONS=" + std::to_string(n)},
-                             [n](ov::settings& x) { x.cuda_device_max_connections = n; }});
-    out.push_back(k);
-  }
-  if (s.pipeline_model_parallel_size > 1 && !given(doc, c, "overlap_p2p_comm") && !given(doc, c, "batch_p2p_comm")) {
-    const std::string o = path("overlap_p2p_comm"), b = path("batch_p2p_comm");
-    knob k{"p2p", {{std::string("p2p=") + (r.overlap_p2p_comm ? "overlap" : "batch") + " (derived)", {}, [](ov::settings&) {}}}};
-    k.choices.push_back({"p2p=overlap", {o + "=true", b + "=false"}, [](ov::settings& x) {
-                           x.overlap_p2p_comm = true;
-                           x.batch_p2p_comm = false;
-                         }});
-    k.choices.push_back({"p2p=batch", {o + "=false", b + "=true"}, [](ov::settings& x) {
-                           x.overlap_p2p_comm = false;
-                           x.batch_p2p_comm = true;
-                         }});
-    k.choices.push_back({"p2p=plain", {o + "=false", b + "=false"}, [](ov::settings& x) {
-                           x.overlap_p2p_comm = false;
-                           x.batch_p2p_comm = false;
-                         }});
-    out.push_back(k);
-  }
-  // A choice that resolves to what the config already gives is the first choice again.
-  for (knob& k : out)
-    std::erase_if(k.choices, [&](const choice& ch) {
-      if (&ch == &k.choices.front()) return false;
-      ov::settings x = s;
-      ch.apply(x);
-      return ov::derive(x) == r;
-    });
-  // Each knob sets keys the config does not give (absent or null): Hydra's set-or-add, `++`.
-  for (knob& k : out)
-    for (choice& ch : k.choices)
-      for (std::string& o : ch.overrides) o = "++" + o;
+  });
   return out;
 }
-
-struct evaluation {
-  std::vector<std::size_t> picks;
-  bool valid = false;
-  std::vector<std::string> rules;  ///< violated rule ids when not valid
-  ov::sim::result result;
-  bool failed = false;
-  std::string failure;
-};
 
 class progress {
  public:
@@ -733,122 +646,27 @@ class progress {
 int run_tune(const cli& args, const overlap_plan::document& doc, const overlap_plan::bridge_config& c) {
   const auto started = std::chrono::steady_clock::now();
   require_workload(c);
-  const std::vector<knob> knobs = free_knobs(doc, c);
   const ov::sim::cost_model cost(machine_of(args));
-  std::map<std::vector<std::size_t>, evaluation> seen;
-  std::size_t planned = 1;
-  for (const knob& k : knobs) planned += 2 * (k.choices.size() - 1);
-  progress bar(!args.json_output);
-  const auto settings_of = [&](const std::vector<std::size_t>& picks) {
-    ov::settings s = c.settings;
-    for (std::size_t i = 0; i < knobs.size(); ++i) knobs[i].choices[picks[i]].apply(s);
-    return s;
-  };
-  // Each worker thread simulates in memory of its own, kept from one candidate to the next.
-  std::vector<ov::sim::workspace> spaces(args.threads > 0 ? args.threads : ov::plan::default_threads());
-  // Simulates the combinations of `batch` not seen yet, at once (each in its own slot, so the
-  // results are the serial ones), and records them in order.
-  const auto evaluate_all = [&](const std::vector<std::vector<std::size_t>>& batch) {
-    std::vector<std::vector<std::size_t>> fresh;
-    for (const auto& picks : batch)
-      if (!seen.contains(picks) && std::find(fresh.begin(), fresh.end(), picks) == fresh.end()) fresh.push_back(picks);
-    std::vector<evaluation> done(fresh.size());
-    ov::plan::parallel_for(fresh.size(), [&](std::size_t i, unsigned worker) {
-      evaluation& e = done[i];
-      e.picks = fresh[i];
-      const ov::settings s = settings_of(e.picks);
-      const ov::report r = ov::validate(s);
-      e.valid = r.ok();
-      for (const ov::diagnostic& d : r) e.rules.emplace_back(d.id);
-      if (!e.valid) return;
-      try {
-        e.result = ov::plan::simulate_by_class(s, c.workload, cost, {}, /*intervals=*/false, &spaces[worker]).simulated;
-        e.failed = e.result.deadlock;
-        if (e.failed) e.failure = "hangs";
-      } catch (const std::invalid_argument& x) {
-        e.failed = true;
-        e.failure = x.what();
-      }
-    }, args.threads);
-    for (evaluation& e : done) {
-      seen.emplace(e.picks, std::move(e));
-      bar.update(seen.size(), planned);
+  ov::plan::tune_result t;
+  {
+    progress bar(!args.json_output);
+    try {
+      t = ov::plan::tune(c.settings, c.workload, cost, args.threads,
+                         [&](std::size_t done, std::size_t planned) { bar.update(done, planned); });
+    } catch (const std::invalid_argument& e) {
+      throw input_error(args.config + ": " + e.what());
     }
-  };
-  // A knob changes only for a gain of more than 0.1 % of the step: below that a change is noise
-  // of the model (it printed env_vars.CUDA_DEVICE_MAX_CONNECTIONS=32 for 0.001 ms on moe.yaml).
-  const auto better = [](const evaluation& a, const evaluation& b) {
-    const bool ua = a.valid && !a.failed, ub = b.valid && !b.failed;
-    if (ua != ub) return ua;
-    return ua && a.result.step_time_us < b.result.step_time_us * (1 - 1e-3);
-  };
-  // The baseline with every overlap off, for the gain, simulated alongside the config as given.
-  const ov::settings off = ov::plan::detail::without_overlap(c.settings, ov::schedule::family::none);
-  ov::sim::result off_result;
-  std::vector<std::size_t> best(knobs.size(), 0);
-  ov::plan::parallel_for(2, [&](std::size_t i) {
-    if (i == 0) evaluate_all({best});
-    else off_result = ov::plan::simulate_by_class(off, c.workload, cost, {}, /*intervals=*/false).simulated;
-  }, args.threads);
-  const evaluation& given_eval = seen.at(best);
-  if (given_eval.failed) throw input_error(args.config + ": the step cannot be simulated: " + given_eval.failure);
-  // Coordinate descent: each knob in turn takes its best choice with the others held, until a
-  // pass changes nothing (at most three passes). A knob's choices are simulated together, then
-  // compared in order as one at a time would.
-  for (int pass = 0; pass < 3; ++pass) {
-    bool changed = false;
-    for (std::size_t k = 0; k < knobs.size(); ++k) {
-      std::vector<std::vector<std::size_t>> batch;
-      for (std::size_t j = 0; j < knobs[k].choices.size(); ++j) {
-        batch.push_back(best);
-        batch.back()[k] = j;
-      }
-      evaluate_all(batch);
-      for (const auto& picks : batch)
-        if (better(seen.at(picks), seen.at(best))) {
-          best = picks;
-          changed = true;
-        }
-    }
-    if (!changed) break;
   }
-  std::vector<const evaluation*> ranked;
-  std::size_t rejected = 0;
-  std::map<std::string, std::size_t> rejected_by;  // rule id (or why the simulation failed) -> combinations
-  for (const auto& [picks, e] : seen) {
-    if (e.valid && !e.failed) {
-      ranked.push_back(&e);
-      continue;
-    }
-    ++rejected;
-    if (e.failed) ++rejected_by["simulation: " + e.failure.substr(0, 80)];
-    for (const std::string& id : e.rules) ++rejected_by[id];
-  }
-  const auto rejected_text = [&] {
+  const ov::plan::tune_candidate& given = t.configured();
+  const ov::plan::tune_candidate& top = t.best();
+  const double given_us = given.simulated.step_time_us;
+  const auto label = [&](const ov::plan::tune_candidate& e) {
     std::string out;
-    for (const auto& [why, n] : rejected_by) (out += out.empty() ? "" : ", ") += why + " x" + std::to_string(n);
-    return out;
-  };
-  // Ties go to the combination that changes fewer knobs.
-  const auto changes = [](const evaluation* e) { return std::count_if(e->picks.begin(), e->picks.end(), [](std::size_t p) { return p != 0; }); };
-  std::sort(ranked.begin(), ranked.end(), [&](auto* a, auto* b) {
-    if (a->result.step_time_us != b->result.step_time_us) return a->result.step_time_us < b->result.step_time_us;
-    return changes(a) < changes(b);
-  });
-  // The best found leads, ahead of a combination faster by less than the 0.1 % a knob must gain.
-  std::stable_partition(ranked.begin(), ranked.end(), [&](const evaluation* e) { return e == &seen.at(best); });
-  const double given_us = given_eval.result.step_time_us;
-  const auto label = [&](const evaluation& e) {
-    std::string out;
-    // Only what differs from the config as given: the rest is Bridge's derivation.
-    for (std::size_t i = 0; i < knobs.size(); ++i)
-      if (e.picks[i] != 0) (out += out.empty() ? "" : ", ") += knobs[i].choices[e.picks[i]].label;
+    for (std::size_t i = 0; i < t.knobs.size(); ++i)
+      if (e.picks[i] != 0) (out += out.empty() ? "" : ", ") += t.knobs[i].choices[e.picks[i]].label;
     return out.empty() ? std::string("as configured") : out;
   };
-  const evaluation& top = seen.at(best);
-  std::vector<std::string> overrides;
-  for (std::size_t i = 0; i < knobs.size(); ++i)
-    for (const std::string& o : knobs[i].choices[best[i]].overrides) overrides.push_back(o);
+  const std::vector<std::string> overrides = overrides_between(c, doc, c.settings, top.tried);
   overlap_plan::document fragment_doc;
   for (const std::string& o : overrides) overlap_plan::apply_override(fragment_doc, o, overlap_plan::override_mode::set_or_add);
   const std::string yaml = overrides.empty() ? "" : overlap_plan::to_yaml(fragment_doc.tree);
@@ -858,44 +676,49 @@ int run_tune(const cli& args, const overlap_plan::document& doc, const overlap_p
     json out = {{"config", args.config}, {"machine", args.machine},
                 {"profile", args.profile.empty() ? json(nullptr) : json(args.profile)},
                 {"knobs", json::array()}, {"ranked", json::array()},
-                {"rejected", rejected}, {"rejected_by", rejected_by},
-                {"overlap_off_step_time_us", off_result.step_time_us},
+                {"rejected", t.rejected}, {"rejected_by", t.rejected_by},
+                {"overlap_off_step_time_us", t.overlap_off.step_time_us},
                 {"given_step_time_us", given_us}, {"best_overrides", overrides}, {"best_yaml", yaml}, {"seconds", seconds}};
-    for (const knob& k : knobs) {
+    for (const ov::plan::knob& k : t.knobs) {
       json choices = json::array();
-      for (const choice& ch : k.choices) choices.push_back(ch.label);
+      for (const ov::plan::knob_choice& ch : k.choices) choices.push_back(ch.label);
       out["knobs"].push_back({{"name", k.name}, {"choices", choices}});
     }
-    for (std::size_t i = 0; i < ranked.size(); ++i)
-      out["ranked"].push_back({{"rank", i + 1}, {"combination", label(*ranked[i])}, {"step_time_us", ranked[i]->result.step_time_us},
-                               {"gain_vs_config", 1 - ranked[i]->result.step_time_us / given_us},
-                               {"exposed_comm_us", family_json(ranked[i]->result.exposed_comm_us)}});
+    for (std::size_t i = 0; i < t.ranked.size(); ++i) {
+      const ov::plan::tune_candidate& e = t.tried[t.ranked[i]];
+      out["ranked"].push_back({{"rank", i + 1}, {"combination", label(e)}, {"step_time_us", e.simulated.step_time_us},
+                               {"gain_vs_config", 1 - e.simulated.step_time_us / given_us},
+                               {"exposed_comm_us", family_json(e.simulated.exposed_comm_us)},
+                               {"overrides", overrides_between(c, doc, c.settings, e.tried)}});
+    }
     std::cout << out.dump(2) << '\n';
     return 0;
   }
-  std::printf("overlap-plan tune %s on an %s: %zu free knob(s), %zu combinations simulated, %zu rejected, %.1f s\n",
-              args.config.c_str(), machine_label(args, cost.machine()).c_str(), knobs.size(), ranked.size(), rejected,
-              seconds);
-  if (rejected > 0) std::printf("  rejected (a combination may break several rules): %s\n", rejected_text().c_str());
-  for (const knob& k : knobs) {
+  std::printf("overlap-plan tune %s on an %s: %zu knob(s), %zu combinations simulated, %zu rejected, %.1f s\n",
+              args.config.c_str(), machine_label(args, cost.machine()).c_str(), t.knobs.size(), t.ranked.size(),
+              t.rejected, seconds);
+  if (t.rejected > 0) {
+    std::string text;
+    for (const auto& [why, n] : t.rejected_by) (text += text.empty() ? "" : ", ") += why + " x" + std::to_string(n);
+    std::printf("  rejected (a combination may break several rules): %s\n", text.c_str());
+  }
+  for (const ov::plan::knob& k : t.knobs) {
     std::printf("  %-28s", k.name.c_str());
-    for (const choice& ch : k.choices) std::printf(" [%s]", ch.label.c_str());
+    for (const ov::plan::knob_choice& ch : k.choices) std::printf(" [%s]", ch.label.c_str());
     std::printf("\n");
   }
-  std::printf("\nevery overlap off: %.2f ms; as configured (Bridge's derivation for the free knobs): %.2f ms\n\n",
-              off_result.step_time_us / 1000, given_us / 1000);
+  std::printf("\nevery overlap off: %.2f ms; as configured: %.2f ms\n\n", t.overlap_off.step_time_us / 1000, given_us / 1000);
   std::printf("%4s %10s %8s %9s %9s %9s %9s  %s\n", "rank", "step_ms", "gain", "tp_ms", "dp_ms", "pp_ms", "ep_ms", "combination");
-  for (std::size_t i = 0; i < ranked.size(); ++i) {
-    const auto& e = *ranked[i];
-    const auto x = [&](ov::schedule::family f) { return e.result.exposed_comm_us[static_cast<std::size_t>(f)] / 1000; };
-    std::printf("%4zu %10.2f %7.1f%% %9.2f %9.2f %9.2f %9.2f  %s\n", i + 1, e.result.step_time_us / 1000,
-                100 * (1 - e.result.step_time_us / given_us), x(ov::schedule::family::tp), x(ov::schedule::family::dp),
+  for (std::size_t i = 0; i < t.ranked.size(); ++i) {
+    const ov::plan::tune_candidate& e = t.tried[t.ranked[i]];
+    const auto x = [&](ov::schedule::family f) { return e.simulated.exposed_comm_us[static_cast<std::size_t>(f)] / 1000; };
+    std::printf("%4zu %10.2f %7.1f%% %9.2f %9.2f %9.2f %9.2f  %s\n", i + 1, e.simulated.step_time_us / 1000,
+                100 * (1 - e.simulated.step_time_us / given_us), x(ov::schedule::family::tp), x(ov::schedule::family::dp),
                 x(ov::schedule::family::pp), x(ov::schedule::family::ep), label(e).c_str());
   }
-  std::printf("(gain: against the config as given; *_ms: exposed communication per family; the combination\n"
-              " lists the knobs changed from the config, every other one keeps Bridge's derivation)\n");
-  // "x % faster" or "x % slower": the best combination of the free knobs may still lose to every
-  // overlap off when a knob the config sets (tp_comm_overlap, say) costs more than it hides.
+  std::printf("(gain: against the config as configured; *_ms: exposed communication per family; the combination\n"
+              " lists the knobs changed from the config)\n");
+  // "x % faster" or "x % slower": the best combination may still lose to every overlap off.
   const auto versus = [](double us, double than) {
     const double gain = 100 * (1 - us / than);
     char text[48];
@@ -903,10 +726,10 @@ int run_tune(const cli& args, const overlap_plan::document& doc, const overlap_p
     return std::string(text);
   };
   std::printf("\nbest: %s, %.2f ms (%s than as configured, %s than every overlap off)\n", label(top).c_str(),
-              top.result.step_time_us / 1000, versus(top.result.step_time_us, given_us).c_str(),
-              versus(top.result.step_time_us, off_result.step_time_us).c_str());
+              top.simulated.step_time_us / 1000, versus(top.simulated.step_time_us, given_us).c_str(),
+              versus(top.simulated.step_time_us, t.overlap_off.step_time_us).c_str());
   if (overrides.empty()) {
-    std::printf("Bridge's derivation is already the best found: nothing to override.\n");
+    std::printf("The config as given is already the best found: nothing to override.\n");
   } else {
     std::printf("\nas Bridge overrides:\n ");
     for (const std::string& o : overrides) std::printf(" %s", o.c_str());

@@ -1,0 +1,271 @@
+#pragma once
+/// @file
+/// `overlap::plan::tune`: searches the overlap knobs of a configuration by simulation. Every
+/// overlap knob is tried, including the ones the configuration sets: EP overlap (with and without
+/// delayed weight gradients), TP overlap and its userbuffer reduce-scatter slots, DP overlap
+/// (overlap_grad_reduce, overlap_param_gather, the bucket size), CUDA_DEVICE_MAX_CONNECTIONS and
+/// the p2p mode. Combinations the rule
+/// table rejects are counted by rule id, never simulated. The search is coordinate descent: each
+/// knob in turn takes its best choice with the others held, until a pass changes nothing (at most
+/// three passes); a knob changes only for a gain over 0.1 % of the step (below that the change is
+/// noise of the model). A knob's choices are simulated at once on all cores, each in memory of its
+/// own, and compared in order, so the result does not depend on the threads.
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include <overlap/plan/parallel.hpp>
+#include <overlap/plan/plan.hpp>
+#include <overlap/rules/validate.hpp>
+#include <overlap/settings/settings.hpp>
+
+namespace overlap::plan {
+
+/// One value of a knob: how it reads, and what it does to the settings.
+struct knob_choice {
+  std::string label;
+  std::function<void(settings&)> apply;
+};
+
+/// An overlap knob. Its first choice keeps the configuration's own value ("as configured").
+struct knob {
+  std::string name;
+  std::vector<knob_choice> choices;
+};
+
+/// The overlap knobs of `s` that its layout gives a meaning, each with every value it is tried
+/// at; a choice that resolves to `s`'s own settings is left out (the first choice is that one).
+inline std::vector<knob> overlap_knobs(const settings& s) {
+  const resolved_settings r = derive(s);
+  const auto keep = [](settings&) {};
+  std::vector<knob> out;
+  if (s.expert_model_parallel_size > 1 && s.num_moe_experts) {
+    const auto ep = [](bool on, bool delay) {
+      return [on, delay](settings& x) {
+        x.overlap_moe_expert_parallel_comm = on;
+        x.delay_wgrad_compute = delay;
+      };
+    };
+    out.push_back({"EP overlap",
+                   {{std::string("ep_overlap=") + (r.overlap_moe_expert_parallel_comm ? "on" : "off") +
+                         (r.delay_wgrad_compute ? "+delay_wgrad" : "") + " (as configured)", keep},
+                    {"ep_overlap=off", ep(false, false)},
+                    {"ep_overlap=on", ep(true, false)},
+                    {"ep_overlap=on+delay_wgrad", ep(true, true)}}});
+  }
+  if (s.tensor_model_parallel_size > 1)
+    out.push_back({"TP overlap",
+                   {{std::string("tp_comm_overlap=") + (r.tp_comm_overlap ? "true" : "false") + " (as configured)", keep},
+                    {"tp_comm_overlap=true", [](settings& x) { x.tp_comm_overlap = true; }},
+                    {"tp_comm_overlap=false", [](settings& x) { x.tp_comm_overlap = false; }}}});
+  if (s.data_parallel_size > 1)
+    out.push_back({"overlap_grad_reduce",
+                   {{std::string("overlap_grad_reduce=") + (r.overlap_grad_reduce ? "true" : "false") + " (as configured)", keep},
+                    {"overlap_grad_reduce=true", [](settings& x) { x.overlap_grad_reduce = true; }},
+                    {"overlap_grad_reduce=false", [](settings& x) { x.overlap_grad_reduce = false; }}}});
+  if (s.data_parallel_size > 1) {
+    knob k{"bucket_size", {{"bucket_size=" + (r.bucket_size ? std::to_string(*r.bucket_size) : std::string("one")) +
+                                " (as configured)", keep}}};
+    for (const std::int64_t b : {16'777'216LL, 67'108'864LL, 134'217'728LL, 268'435'456LL})
+      k.choices.push_back({"bucket_size=" + std::to_string(b), [b](settings& x) {
+                             x.bucket_size = b;
+                             x.num_buckets.reset();
+                           }});
+    out.push_back(std::move(k));
+  }
+  if (s.data_parallel_size > 1 && s.distributed_optimizer) {
+    knob k{"overlap_param_gather", {{std::string("overlap_param_gather=") + (r.overlap_param_gather ? "true" : "false") +
+                                         " (as configured)", keep}}};
+    for (const bool v : {true, false})
+      k.choices.push_back({std::string("overlap_param_gather=") + (v ? "true" : "false"), [v](settings& x) {
+                             x.overlap_param_gather = v;
+                             if (!v) x.align_param_gather = false;
+                           }});
+    out.push_back(std::move(k));
+  }
+  if (r.tp_comm_overlap) {
+    const auto slots = [](ub::method m, int num_sm) {
+      return [m, num_sm](settings& x) {
+        ub::user_config u = x.tp_comm_overlap_cfg.value_or(ub::user_config{});
+        u.preset_name = {};
+        for (const ub::slot_id id : {ub::slot_id::proj_fprop, ub::slot_id::fc2_fprop}) {
+          ub::slot v = ub::default_knobs(m);
+          v.num_sm = num_sm;
+          u.slots[id] = v;
+        }
+        x.tp_comm_overlap_cfg = u;
+      };
+    };
+    out.push_back({"TP userbuffers",
+                   {{"tp_slots=as configured", keep},
+                    {"tp_slots=rs pipeline num_sm=8", slots(ub::method::pipeline, 8)},
+                    {"tp_slots=rs pipeline num_sm=16", slots(ub::method::pipeline, 16)},
+                    {"tp_slots=rs pipeline num_sm=24", slots(ub::method::pipeline, 24)},
+                    {"tp_slots=rs ring_exchange", slots(ub::method::ring_exchange, 1)}}});
+  }
+  {
+    knob k{"CUDA_DEVICE_MAX_CONNECTIONS",
+           {{"max_connections=" + std::to_string(r.cuda_device_max_connections.value_or(8)) + " (as configured)", keep}}};
+    for (const int n : {1, 8, 32})
+      k.choices.push_back({"max_connections=" + std::to_string(n), [n](settings& x) { x.cuda_device_max_connections = n; }});
+    out.push_back(std::move(k));
+  }
+  if (s.pipeline_model_parallel_size > 1) {
+    const auto p2p = [](bool overlap, bool batch) {
+      return [overlap, batch](settings& x) {
+        x.overlap_p2p_comm = overlap;
+        x.batch_p2p_comm = batch;
+      };
+    };
+    out.push_back({"p2p",
+                   {{std::string("p2p=") + (r.overlap_p2p_comm ? "overlap" : r.batch_p2p_comm ? "batch" : "plain") +
+                         " (as configured)", keep},
+                    {"p2p=overlap", p2p(true, false)},
+                    {"p2p=batch", p2p(false, true)},
+                    {"p2p=plain", p2p(false, false)}}});
+  }
+  for (knob& k : out)
+    std::erase_if(k.choices, [&](const knob_choice& ch) {
+      if (&ch == &k.choices.front()) return false;
+      settings x = s;
+      ch.apply(x);
+      return derive(x) == r;
+    });
+  std::erase_if(out, [](const knob& k) { return k.choices.size() < 2; });
+  return out;
+}
+
+/// One combination of knob choices (`picks[i]` of knob i) and what became of it.
+struct tune_candidate {
+  std::vector<std::size_t> picks;
+  settings tried{};
+  std::vector<std::string> rules;  ///< the rules it violates (then it is not simulated)
+  bool failed = false;             ///< valid, but the step could not be built or hangs
+  std::string failure;
+  result simulated{};
+
+  bool usable() const { return rules.empty() && !failed; }
+};
+
+struct tune_result {
+  std::vector<knob> knobs;
+  std::vector<tune_candidate> tried;  ///< every combination tried, the configuration's first
+  std::vector<std::size_t> ranked;    ///< the usable ones by step time, the best found first
+  result overlap_off{};               ///< every overlap off, for the gain
+  /// Rejected combinations per rule id (a combination may break several) or per failure.
+  std::map<std::string, std::size_t> rejected_by;
+  std::size_t rejected = 0;
+
+  const tune_candidate& configured() const { return tried.front(); }
+  const tune_candidate& best() const { return tried[ranked.front()]; }
+};
+
+/// Searches `s`'s overlap knobs for workload `w` on `cost`'s machine, on up to `threads` threads
+/// (0: one per core); `progress(done, planned)` is called as combinations are simulated. `s`
+/// must be valid and its step buildable (else std::invalid_argument naming why).
+inline tune_result tune(const settings& s, const schedule::workload& w, const cost_model& cost, unsigned threads = 0,
+                        const std::function<void(std::size_t, std::size_t)>& progress = {}) {
+  if (const report rep = validate(s); !rep.ok())
+    throw std::invalid_argument("plan::tune: the configuration violates [" + std::string(rep.begin()->id) + "]");
+  tune_result out;
+  out.knobs = overlap_knobs(s);
+  const std::vector<knob>& knobs = out.knobs;
+  std::size_t planned = 1;
+  for (const knob& k : knobs) planned += 2 * (k.choices.size() - 1);
+  std::map<std::vector<std::size_t>, std::size_t> seen;  // picks -> index into out.tried
+  std::vector<workspace> spaces(threads > 0 ? threads : default_threads());
+  const auto settings_of = [&](const std::vector<std::size_t>& picks) {
+    settings x = s;
+    for (std::size_t i = 0; i < knobs.size(); ++i) knobs[i].choices[picks[i]].apply(x);
+    return x;
+  };
+  // Simulates the combinations of `batch` not seen yet, at once, each in its own slot.
+  const auto evaluate_all = [&](const std::vector<std::vector<std::size_t>>& batch) {
+    std::vector<std::vector<std::size_t>> fresh;
+    for (const auto& picks : batch)
+      if (!seen.contains(picks) && std::find(fresh.begin(), fresh.end(), picks) == fresh.end()) fresh.push_back(picks);
+    std::vector<tune_candidate> done(fresh.size());
+    parallel_for(fresh.size(), [&](std::size_t i, unsigned worker) {
+      tune_candidate& c = done[i];
+      c.picks = fresh[i];
+      c.tried = settings_of(c.picks);
+      for (const diagnostic& d : validate(c.tried)) c.rules.emplace_back(d.id);
+      if (!c.rules.empty()) return;
+      try {
+        c.simulated = simulate_by_class(c.tried, w, cost, {}, /*intervals=*/false, &spaces[worker]).simulated;
+        c.failed = c.simulated.deadlock;
+        if (c.failed) c.failure = "hangs";
+      } catch (const std::invalid_argument& e) {
+        c.failed = true;
+        c.failure = e.what();
+      }
+    }, threads);
+    for (tune_candidate& c : done) {
+      seen.emplace(c.picks, out.tried.size());
+      out.tried.push_back(std::move(c));
+      if (progress) progress(out.tried.size(), planned);
+    }
+  };
+  const auto at = [&](const std::vector<std::size_t>& picks) -> const tune_candidate& { return out.tried[seen.at(picks)]; };
+  const auto better = [](const tune_candidate& a, const tune_candidate& b) {
+    if (a.usable() != b.usable()) return a.usable();
+    return a.usable() && a.simulated.step_time_us < b.simulated.step_time_us * (1 - 1e-3);
+  };
+  std::vector<std::size_t> best(knobs.size(), 0);
+  parallel_for(2, [&](std::size_t i) {
+    if (i == 0) evaluate_all({best});
+    else out.overlap_off = simulate_by_class(detail::without_overlap(s, schedule::family::none), w, cost, {}, false).simulated;
+  }, threads);
+  if (!out.configured().usable())
+    throw std::invalid_argument("plan::tune: the configuration's step cannot be simulated: " + out.configured().failure);
+  for (int pass = 0; pass < 3; ++pass) {
+    bool changed = false;
+    for (std::size_t k = 0; k < knobs.size(); ++k) {
+      std::vector<std::vector<std::size_t>> batch;
+      for (std::size_t j = 0; j < knobs[k].choices.size(); ++j) {
+        batch.push_back(best);
+        batch.back()[k] = j;
+      }
+      evaluate_all(batch);
+      for (const auto& picks : batch)
+        if (better(at(picks), at(best))) {
+          best = picks;
+          changed = true;
+        }
+    }
+    if (!changed) break;
+  }
+  for (std::size_t i = 0; i < out.tried.size(); ++i) {
+    const tune_candidate& c = out.tried[i];
+    if (c.usable()) {
+      out.ranked.push_back(i);
+      continue;
+    }
+    ++out.rejected;
+    if (c.failed) ++out.rejected_by["simulation: " + c.failure.substr(0, 80)];
+    for (const std::string& id : c.rules) ++out.rejected_by[id];
+  }
+  // By step time, ties to the combination that changes fewer knobs; the best found leads, ahead
+  // of one faster by less than the 0.1 % a knob must gain.
+  const auto changes = [&](std::size_t i) {
+    return std::count_if(out.tried[i].picks.begin(), out.tried[i].picks.end(), [](std::size_t p) { return p != 0; });
+  };
+  std::sort(out.ranked.begin(), out.ranked.end(), [&](std::size_t a, std::size_t b) {
+    const double ta = out.tried[a].simulated.step_time_us, tb = out.tried[b].simulated.step_time_us;
+    if (ta != tb) return ta < tb;
+    return changes(a) < changes(b);
+  });
+  const std::size_t best_index = seen.at(best);
+  std::stable_partition(out.ranked.begin(), out.ranked.end(), [&](std::size_t i) { return i == best_index; });
+  return out;
+}
+
+}  // namespace overlap::plan
