@@ -85,15 +85,9 @@ inline bool section(const json& tree, std::string_view name) {
 }
 
 template <class T>
-struct is_optional : std::false_type {};
+using is_optional = ov::reflect::is_optional<T>;
 template <class T>
-struct is_optional<std::optional<T>> : std::true_type {};
-template <class T>
-struct is_enum_set : std::false_type {};
-template <class E>
-struct is_enum_set<ov::enum_set<E>> : std::true_type {
-  using element = E;
-};
+using is_enum_set = ov::reflect::is_enum_set<T>;
 
 [[noreturn]] inline void bad(const document& doc, const std::string& path, const std::string& what) {
   throw input_error(doc.at(path) + ": " + path + ": " + what);

@@ -20,6 +20,7 @@
 #include <overlap/plan/parallel.hpp>
 #include <overlap/plan/plan.hpp>
 #include <overlap/plan/tune.hpp>
+#include <overlap/rules/fixes.hpp>
 #include <overlap/rules/validate.hpp>
 #include <overlap/settings/print.hpp>
 #include <overlap/sim/machine.hpp>
@@ -242,6 +243,38 @@ std::string override_for(const overlap_plan::bridge_config& c, std::string_view 
   }
 }
 
+/// The Bridge overrides that take the config from settings `from` to `to`: one per settings field
+/// that differs, at the place the config reads it (override_for); a userbuffer config per slot
+/// field, over TE-6's defaults of the slot's method.
+std::vector<std::string> overrides_between(const overlap_plan::bridge_config& c, const overlap_plan::document& doc,
+                                           const ov::settings& from, const ov::settings& to) {
+  std::vector<std::string> out;
+  ov::reflect::for_each_field_pair(from, to, [&](std::string_view field, const auto& a, const auto& b) {
+    using T = std::remove_cvref_t<decltype(a)>;
+    if (a == b) return;
+    if constexpr (std::is_same_v<T, std::optional<ov::ub::user_config>>) {
+      const std::string path = c.path_of.at(std::string(field));
+      const auto set = [&](const std::string& key, const std::string& value) {
+        out.push_back((overlap_plan::detail::find(doc.tree, key) ? "" : "++") + key + "=" + value);
+      };
+      for (const ov::ub::slot_id id : ov::ub::all_slots) {
+        const std::optional<ov::ub::slot>& x = b ? b->slots[id] : std::optional<ov::ub::slot>{};
+        const std::optional<ov::ub::slot>& was = a ? a->slots[id] : std::optional<ov::ub::slot>{};
+        if (!x || x == was) continue;
+        const std::string slot = path + "." + std::string(ov::ub::to_string(id));
+        const ov::ub::slot base = ov::ub::default_knobs(x->method);
+        set(slot + ".method", std::string(ov::to_string(x->method)));
+        ov::reflect::for_each_field_pair(base, *x, [&](std::string_view knob, const auto& d, const auto& v) {
+          if (knob != "method" && !(d == v)) set(slot + "." + std::string(knob), override_value(v));
+        });
+      }
+    } else {
+      out.push_back(override_for(c, field, b));
+    }
+  });
+  return out;
+}
+
 // ---- check: upstream's severity --------------------------------------------------------------
 
 /// How a rule that fires reads on an upstream dump: an error stops the run upstream would start
@@ -277,65 +310,23 @@ struct judgement {
   bool stops(bool strict) const { return count(severity::error) > 0 || (strict && count(severity::warning) > 0); }
 };
 
-std::set<std::string_view> violated_ids(const ov::settings& s) {
-  std::set<std::string_view> out;
-  for (const ov::diagnostic& d : ov::validate(s)) out.insert(d.id);
-  return out;
-}
-
 /// For each of `findings` (rules violated by `s`), the single-field changes that clear it and
-/// break nothing else: every reflected field is tried with its other values (a flag flipped or
-/// unset, an enum's other values, an optional emptied, a list without one of its entries).
+/// break nothing else (overlap::single_field_fixes), as Bridge overrides, and the config fields
+/// they touch.
 void find_fixes(const overlap_plan::bridge_config& c, const overlap_plan::document& doc, const ov::settings& s,
-                std::vector<finding*> findings) {
-  const std::set<std::string_view> before = violated_ids(s);
-  ov::reflect::for_each_field(s, [&](std::string_view field, const auto& current) {
-    using T = std::remove_cvref_t<decltype(current)>;
-    std::vector<T> alternatives;
-    if constexpr (std::is_same_v<T, bool>) {
-      alternatives.push_back(!current);
-    } else if constexpr (std::is_same_v<T, std::optional<bool>>) {
-      if (current) alternatives.push_back(!*current);  // unsetting reads like false: not offered twice
-      else alternatives = {true, false};
-    } else if constexpr (std::is_enum_v<T>) {
-      for (std::size_t i = 0; i < ov::enum_info<T>::count; ++i)
-        if (static_cast<T>(i) != current) alternatives.push_back(static_cast<T>(i));
-    } else if constexpr (overlap_plan::detail::is_optional<T>::value) {
-      using V = typename T::value_type;
-      if (current) alternatives.push_back(T{});
-      if constexpr (std::is_enum_v<V>)
-        for (std::size_t i = 0; i < ov::enum_info<V>::count; ++i)
-          if (!current || static_cast<V>(i) != *current) alternatives.push_back(static_cast<V>(i));
-    } else if constexpr (overlap_plan::detail::is_enum_set<T>::value) {
-      using E = typename overlap_plan::detail::is_enum_set<T>::element;
-      for (std::size_t i = 0; i < ov::enum_info<E>::count; ++i)
-        if (current.contains(static_cast<E>(i))) {
-          T smaller = current;
-          smaller.bits &= ~(1u << i);
-          alternatives.push_back(smaller);
-        }
+                const std::vector<finding*>& findings) {
+  std::vector<std::string_view> ids;
+  for (const finding* f : findings) ids.push_back(f->d.id);
+  const std::vector<ov::rule_fixes> found = ov::single_field_fixes(s, ids);
+  for (std::size_t i = 0; i < findings.size(); ++i)
+    for (const ov::field_fix& x : found[i].fixes) {
+      std::string line;
+      for (const std::string& o : overrides_between(c, doc, s, x.result)) (line += line.empty() ? "" : " ") += o;
+      findings[i]->fixes.push_back(line);
+      const std::string& path = c.path_of.at(std::string(x.field));
+      std::vector<std::string>& fields = findings[i]->fields;
+      if (doc.where.count(path) && std::find(fields.begin(), fields.end(), path) == fields.end()) fields.push_back(path);
     }
-    if constexpr (!std::is_same_v<T, std::optional<ov::ub::user_config>> && !std::is_same_v<T, std::optional<ov::version>>) {
-      for (const T& alt : alternatives) {
-        ov::settings changed = s;
-        ov::reflect::for_each_field(changed, [&](std::string_view f, auto& m) {
-          if constexpr (std::is_same_v<std::remove_cvref_t<decltype(m)>, T>)
-            if (f == field) m = alt;
-        });
-        const std::set<std::string_view> after = violated_ids(changed);
-        for (finding* v : findings) {
-          if (after.count(v->d.id)) continue;
-          bool new_ones = false;
-          for (const std::string_view id : after) new_ones = new_ones || !before.count(id);
-          if (new_ones) continue;
-          v->fixes.push_back(override_for(c, field, alt));
-          const std::string path = c.path_of.at(std::string(field));
-          if (doc.where.count(path) && std::find(v->fields.begin(), v->fields.end(), path) == v->fields.end())
-            v->fields.push_back(path);
-        }
-      }
-    }
-  });
 }
 
 /// `c` judged as upstream runs it, with the config fields and fixes of each finding.
@@ -592,38 +583,6 @@ int run_simulate(const cli& args, const overlap_plan::bridge_config& c) {
 }
 
 // ---- tune ---------------------------------------------------------------------------------------
-
-/// The Bridge overrides that take the config from settings `from` to `to`: one per settings field
-/// that differs, at the place the config reads it (override_for); a userbuffer config per slot
-/// field, over TE-6's defaults of the slot's method.
-std::vector<std::string> overrides_between(const overlap_plan::bridge_config& c, const overlap_plan::document& doc,
-                                           const ov::settings& from, const ov::settings& to) {
-  std::vector<std::string> out;
-  ov::reflect::for_each_field_pair(from, to, [&](std::string_view field, const auto& a, const auto& b) {
-    using T = std::remove_cvref_t<decltype(a)>;
-    if (a == b) return;
-    if constexpr (std::is_same_v<T, std::optional<ov::ub::user_config>>) {
-      const std::string path = c.path_of.at(std::string(field));
-      const auto set = [&](const std::string& key, const std::string& value) {
-        out.push_back((overlap_plan::detail::find(doc.tree, key) ? "" : "++") + key + "=" + value);
-      };
-      for (const ov::ub::slot_id id : ov::ub::all_slots) {
-        const std::optional<ov::ub::slot>& x = b ? b->slots[id] : std::optional<ov::ub::slot>{};
-        const std::optional<ov::ub::slot>& was = a ? a->slots[id] : std::optional<ov::ub::slot>{};
-        if (!x || x == was) continue;
-        const std::string slot = path + "." + std::string(ov::ub::to_string(id));
-        const ov::ub::slot base = ov::ub::default_knobs(x->method);
-        set(slot + ".method", std::string(ov::to_string(x->method)));
-        ov::reflect::for_each_field_pair(base, *x, [&](std::string_view knob, const auto& d, const auto& v) {
-          if (knob != "method" && !(d == v)) set(slot + "." + std::string(knob), override_value(v));
-        });
-      }
-    } else {
-      out.push_back(override_for(c, field, b));
-    }
-  });
-  return out;
-}
 
 class progress {
  public:

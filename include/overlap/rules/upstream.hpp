@@ -33,15 +33,6 @@ struct upstream_reading {
   bool runs() const { return errors.ok(); }
 };
 
-/// The settings fields whose values differ between `a` and `b`, in declaration order.
-inline std::vector<std::string_view> changed_fields(const settings& a, const settings& b) {
-  std::vector<std::string_view> out;
-  reflect::for_each_field_pair(a, b, [&](std::string_view name, const auto& x, const auto& y) {
-    if (!(x == y)) out.push_back(name);
-  });
-  return out;
-}
-
 /// Applies, one at a time in table order, what upstream does for each E rule that fires and that
 /// it lets run, until only rules it enforces fire (or none). A rule whose action would leave the
 /// settings unchanged, or that fires again after its action, is a defect of the table: logic_error.
@@ -66,7 +57,7 @@ inline upstream_reading read_as_upstream(const settings& s) {
         throw std::logic_error("overlap::read_as_upstream: rule " + std::string(next->id) + " fires again after upstream's action");
     const settings before = out.as_run;
     next->as_upstream_runs(out.as_run, derive(before));
-    upstream_finding f{next, next->upstream_for(before), changed_fields(before, out.as_run)};
+    upstream_finding f{next, next->upstream_for(before), reflect::changed_fields(before, out.as_run)};
     if (f.changed.empty())
       throw std::logic_error("overlap::read_as_upstream: upstream's action for rule " + std::string(next->id) + " changes nothing");
     out.lenient.push_back(std::move(f));

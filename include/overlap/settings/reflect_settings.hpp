@@ -4,6 +4,12 @@
 /// reader and writer walk it, so each field is named in settings.hpp and here, nowhere else. Not
 /// included by <overlap/overlap.hpp>.
 
+#include <optional>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+#include <overlap/settings/enum_set.hpp>
 #include <overlap/settings/reflect.hpp>
 #include <overlap/settings/settings.hpp>
 
@@ -23,3 +29,28 @@ BOOST_HANA_ADAPT_STRUCT(overlap::settings,
   moe_token_dispatcher_type, moe_flex_dispatcher_backend, precision, recompute_granularity,
   recompute_method, cuda_graph_impl, gpu, tp_comm_bootstrap_backend, recompute_modules,
   cuda_graph_modules, te_version, tp_comm_overlap_cfg);
+
+namespace overlap::reflect {
+
+/// Which settings fields are optional values, and which are sets of enum members (`element`).
+template <class T>
+struct is_optional : std::false_type {};
+template <class T>
+struct is_optional<std::optional<T>> : std::true_type {};
+template <class T>
+struct is_enum_set : std::false_type {};
+template <class E>
+struct is_enum_set<enum_set<E>> : std::true_type {
+  using element = E;
+};
+
+/// The settings fields whose values differ between `a` and `b`, in declaration order.
+inline std::vector<std::string_view> changed_fields(const settings& a, const settings& b) {
+  std::vector<std::string_view> out;
+  for_each_field_pair(a, b, [&](std::string_view name, const auto& x, const auto& y) {
+    if (!(x == y)) out.push_back(name);
+  });
+  return out;
+}
+
+}  // namespace overlap::reflect
