@@ -17,6 +17,8 @@
 #include <utility>
 #include <vector>
 
+#include <CLI/CLI.hpp>
+
 #include <overlap/plan/parallel.hpp>
 #include <overlap/plan/plan.hpp>
 #include <overlap/plan/tune.hpp>
@@ -36,62 +38,45 @@ namespace ov = overlap;
 using overlap_plan::input_error;
 using overlap_plan::json;
 
-constexpr const char* help_text = R"(overlap-plan: check, simulate and tune the communication overlap of a
-Megatron-Bridge config, with the rule table of the overlap library.
+constexpr const char* description =
+    "overlap-plan: check, simulate and tune the communication overlap of a Megatron-Bridge config, "
+    "with the rule table of the overlap library.";
 
-usage:
-  overlap-plan check    CONFIG [options] [OVERRIDE...]
-  overlap-plan simulate CONFIG [options] [--machine h100|h200] [--profile FILE] [--out DIR] [OVERRIDE...]
-  overlap-plan tune     CONFIG [options] [--machine h100|h200] [--profile FILE] [OVERRIDE...]
-
-CONFIG is Bridge's ConfigContainer dump: YAML (cfg.to_yaml()) or the same as JSON (.json, or a
+constexpr const char* footer = R"(CONFIG is Bridge's ConfigContainer dump: YAML (cfg.to_yaml()) or the same as JSON (.json, or a
 file that starts with '{'). OVERRIDE has Hydra's semantics, applied on top in order:
   model.tensor_model_parallel_size=4   sets a key the config holds (else exit 2, naming the closest)
   +comm_overlap.delay_wgrad_compute=true   adds one it lacks     ++a.b=v   sets or adds
   ~ddp.bucket_size                     deletes one it holds
 
-check     validates the config (same rule ids and messages as the C++ static_asserts) as
-          upstream judges it: a rule upstream enforces is an error; one where upstream turns a
-          feature off or ignores a flag and runs is a warning that says what upstream does (a
-          note where the value is upstream's default, as every dump holds). Names the config
-          field behind each finding and the overrides that fix it, prints the settings upstream
-          runs, the environment as export lines, and the notes.
-simulate  simulates one training step, as upstream runs the config (its warnings applied: the
-          feature off, the flag dropped), with the config's overlap and with every overlap off on a
-          model of an H100/H200 node: step time and exposed communication per family; with
-          --out DIR writes DIR/step.json and DIR/step_baseline.json (Perfetto /
-          chrome://tracing) and DIR/step.svg: one representative of each class of symmetric ranks
-          (labelled with its class size), as the step is generated and simulated once per class.
-tune      tries every overlap knob, the ones the config sets too (EP overlap and delayed
-          wgrad, TP overlap and its userbuffer slots, overlap_grad_reduce, overlap_param_gather,
-          bucket_size, CUDA_DEVICE_MAX_CONNECTIONS, p2p mode), keeps the combinations the rule
-          table accepts (the others counted by rule id), simulates each and prints them ranked
-          against the config as configured, then the best as Bridge overrides and as YAML.
+exit status: 0 valid (warnings allowed), 1 errors (or warnings under --strict), 2 the config
+(or the command line) cannot be read or used; the message names the file, line and column, or
+the field.)";
 
-options:
-  --world-size N     GPUs of the run: data_parallel_size = N / (tp x pp x cp), as Bridge derives
-                     it (else comm_overlap.data_parallel_size; neither: exit 2)
-  --gpu NAME         a100 h100 h200 b200 b300 gb200 gb300 (rules ENV-1, ENV-6, EP-21, FX-3);
-                     also overlap_plan.gpu in the config
-  --te-version X.Y.Z the Transformer Engine version (TE rules apply only when it is given);
-                     also overlap_plan.te_version
-  --machine NAME     simulate/tune: h100 or h200: the node (links, NICs, host); both compute as
-                     measured on an H200 (the profile built in), the h100 with its HBM3. Default:
-                     the --gpu's node (h100 without one); another GPU needs --machine and --profile
-  --profile FILE     simulate/tune: compute as measured on your GPU: the JSON that overlap-profile
-                     writes there (SMs, GEMM, grouped GEMM and attention times, memory rate)
-  --threads N        tune: simulate up to N combinations at once (default: one per core; the
-                     result does not depend on it)
-  --out DIR          simulate: write the trace and the picture there
-  --ignore-environment   do not read CUDA_DEVICE_MAX_CONNECTIONS / NVTE_*_LAYERNORM_SM_MARGIN
-                     from the environment (by default it wins over env_vars, as in Bridge)
-  --strict           warnings are errors (exit 1), in check, simulate and tune
-  --json             machine-readable output on stdout
-  -h, --help         this text
-
-exit status: 0 valid (warnings allowed), 1 errors (or warnings under --strict), 2 the config (or the command line) cannot be read or
-used; the message names the file, line and column, or the field.
-)";
+/// Each command: a line for the list, and what it does, shown by `overlap-plan COMMAND --help`.
+struct command_text {
+  const char* name;
+  const char* line;
+  const char* details;
+};
+constexpr command_text commands[] = {
+    {"check", "validate the config as upstream judges it: errors, warnings, notes",
+     R"(check validates the config (the rule ids and messages of the C++ static_asserts) as upstream
+judges it: a rule upstream enforces is an error; one where upstream turns a feature off or ignores
+a flag and runs is a warning that says what upstream does (a note where the value is upstream's
+default, as every dump holds). It names the config field behind each finding and the overrides
+that fix it, and prints the settings upstream runs, the environment as export lines, and the notes.)"},
+    {"simulate", "simulate one step with its overlap and with every overlap off",
+     R"(simulate runs one training step as upstream runs the config (its warnings applied), with the
+config's overlap and with every overlap off, on a model of an H100/H200 node: step time and
+exposed communication per family. --out DIR writes DIR/step.json and DIR/step_baseline.json
+(Perfetto) and DIR/step.svg: one representative of each class of symmetric ranks.)"},
+    {"tune", "search every overlap knob by simulation; print the best as overrides",
+     R"(tune tries every overlap knob, the ones the config sets too (EP overlap and delayed wgrad, TP
+overlap and its userbuffer slots, overlap_grad_reduce, overlap_param_gather, bucket_size,
+CUDA_DEVICE_MAX_CONNECTIONS, p2p mode), counts the combinations the rules reject by rule id,
+simulates the others and ranks them against the config as configured; prints the best as Bridge
+overrides and as YAML.)"},
+};
 
 struct cli {
   std::string command, config, machine, out, profile;  ///< machine: "" until given or chosen
@@ -106,63 +91,85 @@ struct cli {
   throw input_error(what + " (overlap-plan --help)");
 }
 
-cli parse_args(int argc, char** argv) {
+/// The command line, with CLI11: one declaration per option gives its parsing, its check and its
+/// line of --help. Returns nothing for --help (printed here).
+std::optional<cli> parse_args(int argc, char** argv) {
   cli c;
-  std::vector<std::string> args(argv + 1, argv + argc);
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    std::string a = args[i];
-    std::optional<std::string> given;  // --name=value
-    if (const auto eq = a.find('='); a.starts_with("--") && eq != std::string::npos) {
-      given = a.substr(eq + 1);
-      a.resize(eq);
-    }
-    const auto value = [&]() -> std::string {
-      if (given) return *std::exchange(given, std::nullopt);
-      if (i + 1 >= args.size()) usage_error(a + " needs a value");
-      return args[++i];
-    };
-    if (given && (a == "--help" || a == "--json" || a == "--ignore-environment" || a == "--strict")) usage_error(a + " takes no value");
-    if (a == "-h" || a == "--help") {
-      c.command = "help";
-      return c;
-    }
-    if (a == "--json") c.json_output = true;
-    else if (a == "--strict") c.strict = true;
-    else if (a == "--ignore-environment") c.read.process_environment = false;
-    else if (a == "--world-size") {
-      const json v = overlap_plan::detail::plain_scalar(value());
-      if (!v.is_number_integer() || v.get<std::int64_t>() < 1 || v.get<std::int64_t>() > 1 << 24)
-        usage_error("--world-size needs a positive integer");
-      c.read.world_size = static_cast<int>(v.get<std::int64_t>());
-    } else if (a == "--gpu") {
-      overlap_plan::document d;
-      d.name = "--gpu";
-      c.read.gpu = overlap_plan::detail::to_enum<ov::gpu_model>(d, "gpu", json(value()));
-    } else if (a == "--te-version") {
-      overlap_plan::document d;
-      d.name = "--te-version";
-      c.read.te_version = overlap_plan::detail::to_version(d, "te_version", json(value()));
-    } else if (a == "--machine") {
-      c.machine = value();
-      if (c.machine != "h100" && c.machine != "h200") usage_error("--machine is h100 or h200");
-    } else if (a == "--threads") {
-      const json v = overlap_plan::detail::plain_scalar(value());
-      if (!v.is_number_integer() || v.get<std::int64_t>() < 1 || v.get<std::int64_t>() > 1024)
-        usage_error("--threads needs an integer in 1..1024");
-      c.threads = static_cast<unsigned>(v.get<std::int64_t>());
-    } else if (a == "--out") c.out = value();
-    else if (a == "--profile") c.profile = value();
-    else if (a.starts_with("--")) usage_error("unknown option " + a);
-    else if (c.command.empty()) c.command = a;
-    else if (c.config.empty() && a.find('=') == std::string::npos && !a.starts_with("~")) c.config = a;
-    else c.overrides.push_back(a);
+  CLI::App app{description, "overlap-plan"};
+  app.footer(footer);
+  app.require_subcommand(1);
+  std::vector<std::string> gpus;
+  for (std::size_t i = 0; i < ov::enum_info<ov::gpu_model>::count; ++i)
+    gpus.emplace_back(ov::to_string(static_cast<ov::gpu_model>(i)));
+  std::optional<int> world_size;
+  std::string gpu, te_version;
+  bool ignore_environment = false;
+  const auto common = [&](CLI::App* sub) {
+    sub->add_option("CONFIG", c.config, "Bridge's ConfigContainer dump (YAML or JSON)")->required();
+    sub->add_option("OVERRIDE", c.overrides, "Hydra overrides, applied in order (see below)");
+    sub->add_option("--world-size", world_size,
+                    "GPUs of the run: data_parallel_size = N / (tp x pp x cp), as Bridge derives it (else "
+                    "comm_overlap.data_parallel_size; neither: exit 2)")
+        ->check(CLI::Range(1, 1 << 24));
+    sub->add_option("--gpu", gpu, "the GPU (rules ENV-1, ENV-6, EP-21, FX-3; the simulated node); also "
+                                  "overlap_plan.gpu in the config")
+        ->check(CLI::IsMember(gpus));
+    sub->add_option("--te-version", te_version,
+                    "the Transformer Engine version X.Y.Z (TE rules apply only when it is given); also "
+                    "overlap_plan.te_version");
+    sub->add_flag("--ignore-environment", ignore_environment,
+                  "do not read CUDA_DEVICE_MAX_CONNECTIONS / NVTE_*_LAYERNORM_SM_MARGIN from the environment "
+                  "(by default it wins over env_vars, as in Bridge)");
+    sub->add_flag("--strict", c.strict, "warnings are errors (exit 1)");
+    sub->add_flag("--json", c.json_output, "machine-readable output on stdout");
+  };
+  const auto node = [&](CLI::App* sub) {
+    sub->add_option("--machine", c.machine,
+                    "the node (links, NICs, host), h100 or h200; both compute as measured on an H200, the "
+                    "h100 with its HBM3. Default: the --gpu's node (h100 without one); another GPU needs "
+                    "--machine and --profile")
+        ->check(CLI::IsMember({"h100", "h200"}));
+    sub->add_option("--profile", c.profile,
+                    "compute as measured on your GPU: the JSON that overlap-profile writes there");
+  };
+  std::vector<CLI::App*> subs;
+  for (const command_text& x : commands) {
+    subs.push_back(app.add_subcommand(x.name, x.line));
+    subs.back()->footer(std::string(x.details) + "\n\n" + footer);
+    common(subs.back());
   }
-  if (c.command.empty()) usage_error("no command: check, simulate or tune");
+  CLI::App* simulate = subs[1];
+  CLI::App* tune = subs[2];
+  node(simulate);
+  node(tune);
+  simulate->add_option("--out", c.out, "write the trace and the picture to this directory");
+  tune->add_option("--threads", c.threads,
+                   "simulate up to N combinations at once (default: one per core; the result does not depend on it)")
+      ->check(CLI::Range(1, 1024));
+  if (argc > 1 && argv[1][0] != '-' &&
+      std::none_of(std::begin(commands), std::end(commands), [&](const command_text& x) { return std::string_view(argv[1]) == x.name; }))
+    usage_error(std::string("unknown command ") + argv[1] + ": check, simulate or tune");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    std::cout << (app.get_subcommands().empty() ? app.help() : app.get_subcommands().front()->help());
+    return std::nullopt;
+  } catch (const CLI::ParseError& e) {
+    usage_error(e.what());
+  }
+  c.command = app.get_subcommands().front()->get_name();
+  c.read.process_environment = !ignore_environment;
   c.read.require_world_size = true;  // a job has one: dp 1 would check another job
-  if (c.command != "check" && c.command != "simulate" && c.command != "tune")
-    usage_error("unknown command " + c.command);
-  if (c.config.empty()) usage_error(c.command + " needs a CONFIG file");
-  if (!c.profile.empty() && c.command == "check") usage_error("--profile is for simulate and tune");
+  if (world_size) c.read.world_size = *world_size;
+  overlap_plan::document d;
+  if (!gpu.empty()) {
+    d.name = "--gpu";
+    c.read.gpu = overlap_plan::detail::to_enum<ov::gpu_model>(d, "gpu", json(gpu));
+  }
+  if (!te_version.empty()) {
+    d.name = "--te-version";
+    c.read.te_version = overlap_plan::detail::to_version(d, "te_version", json(te_version));
+  }
   return c;
 }
 
@@ -701,11 +708,9 @@ int run_tune(const cli& args, const overlap_plan::document& doc, const overlap_p
 
 int main(int argc, char** argv) {
   try {
-    const cli args = parse_args(argc, argv);
-    if (args.command == "help") {
-      std::cout << help_text;
-      return 0;
-    }
+    const std::optional<cli> parsed = parse_args(argc, argv);
+    if (!parsed) return 0;
+    const cli& args = *parsed;
     overlap_plan::document doc = overlap_plan::read_file(args.config);
     for (const std::string& o : args.overrides) overlap_plan::apply_override(doc, o);
     const overlap_plan::bridge_config c = overlap_plan::read_config(doc, args.read);
