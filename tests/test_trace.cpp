@@ -654,9 +654,9 @@ TEST_CASE("svg timeline is well-formed XML with one bar per op that took time") 
   REQUIRE(svg.front().name == "svg");
   CHECK(svg.front().attrs.at("xmlns") == "http://www.w3.org/2000/svg");
 
-  // 1 background + 4 legend swatches (compute, tp, dp, other) + 9 bars; the record and the wait
-  // take no time and get no bar.
-  CHECK(count_if(svg, "rect") == 14);
+  // 1 background + 4 legend swatches (compute, tp, dp, other) + 9 bars + the summary lanes'
+  // spans; the record and the wait take no time and get no bar.
+  CHECK(count_if(svg, "rect") == 14 + count_if(svg, "rect", "exposed"));
   CHECK(count_if(svg, "rect", "background") == 1);
   CHECK(count_if(svg, "rect", "legend") == 4);
   CHECK(count_if(svg, "rect", "op") == 9);
@@ -727,6 +727,59 @@ TEST_CASE("svg timeline places bars by time and row") {
   CHECK(attr(reduce, "y") < attr(chunk0, "y"));
   CHECK(attr(chunk0, "y") < attr(chunk1, "y"));
   CHECK(attr(chunk0, "y") == attr(send, "y"));
+}
+
+TEST_CASE("svg timeline summary lanes: each family's communication with no compute beside it, on any rank") {
+  const auto svg = xml_reader::parse(svg_text(result()));
+  // Rank 0 computes 0-22.5 and reduces (dp) 25-40; its untyped all-gather (other) runs 10-25.
+  // Rank 1 computes 0.1-12, gathers (tp) 12-30 and sends (other) 30-36.004.
+  CHECK(texts_in(svg, "summary") ==
+        std::vector<std::string>{"exposed tp (any rank)", "exposed dp (any rank)", "exposed other (any rank)"});
+  // Each lane's extent, by its row (y): tp exposed 12-30 us, dp 25-40 us, other 22.5-36.004 us
+  // with a gap; a pixel fully exposed is opaque.
+  std::map<double, std::pair<double, double>> extent;
+  std::map<double, double> most_opaque;
+  for (const auto& e : svg)
+    if (e.name == "rect" && e.attrs.count("class") && e.attrs.at("class") == "exposed") {
+      auto [it, fresh] = extent.try_emplace(attr(e, "y"), attr(e, "x"), attr(e, "x") + attr(e, "width"));
+      it->second.first = std::min(it->second.first, attr(e, "x"));
+      it->second.second = std::max(it->second.second, attr(e, "x") + attr(e, "width"));
+      most_opaque[attr(e, "y")] = std::max(most_opaque[attr(e, "y")], attr(e, "fill-opacity"));
+    }
+  REQUIRE(extent.size() == 3);
+  const auto lane = [&](std::size_t i) { return std::next(extent.begin(), static_cast<std::ptrdiff_t>(i))->second; };
+  const double tp = lane(0).second - lane(0).first, dp = lane(1).second - lane(1).first;
+  const double per_us = dp / 15;  // pixels per microsecond: dp is exposed for 15 us
+  CHECK(tp == doctest::Approx(dp * 18 / 15).epsilon(0.02));
+  CHECK(lane(1).first - lane(0).first == doctest::Approx(13 * per_us).epsilon(0.02));
+  for (const auto& [y, opacity] : most_opaque) CHECK(opacity == 1);
+  tr::svg_options without;
+  without.summary_lanes = false;
+  CHECK(count_if(xml_reader::parse(svg_text(result(), without)), "rect", "exposed") == 0);
+}
+
+TEST_CASE("svg timeline merges sub-pixel bars: a million-op step stays a picture of its pixels") {
+  sc::program p;
+  p.rank = 0;
+  p.streams = {{sc::stream_role::compute, 0}};
+  sim::result r;
+  const int n = 20000;
+  for (int i = 0; i < n; ++i) {
+    p.ops.push_back(compute(0, sc::op_type::qkv_fprop, {.layer = i}));
+    r.intervals.push_back({0, 0, i, i * 1.0, i + 1.0});
+  }
+  // One wide op at the end stays a bar of its own.
+  p.ops.push_back(compute(0, sc::op_type::proj_fprop, {.layer = 0}));
+  r.intervals.push_back({0, 0, n, n, 2.0 * n});
+  r.step_time_us = 2.0 * n;
+  std::ostringstream os;
+  tr::write_svg_timeline(os, {p}, r, {.width = 1200});
+  const std::string text = os.str();
+  CHECK(text.size() < 20000);
+  const auto svg = xml_reader::parse(text);
+  CHECK(count_if(svg, "rect", "op") == 2);
+  CHECK(text.find("20000 ops from qkv_fprop l0") != std::string::npos);
+  CHECK(bar(svg, "proj_fprop l0").name == "rect");
 }
 
 TEST_CASE("svg timeline axis ticks switch from microseconds to milliseconds") {

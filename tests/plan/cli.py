@@ -2,19 +2,21 @@
 """Runs overlap-plan and checks its exit status and output.
 
 usage: cli.py [--exit N] [--match REGEX]... [--absent REGEX]... [--file-match FILE REGEX]...
-              [--big FILE] [--then-check] -- overlap-plan ARGS...
+              [--file-under FILE BYTES]... [--big FILE] [--then-check] -- overlap-plan ARGS...
 --file-match   after the run, FILE (one the command writes) must match REGEX
+--file-under   after the run, FILE must be smaller than BYTES
 --big FILE     first writes FILE, 100 MB of YAML comments (a config far too large)
 --then-check   the command is `tune ... --json`: runs `check` with the best overrides it
                prints and requires exit status 0
 """
-import json, re, subprocess, sys
+import json, os, re, subprocess, sys
 
 def main():
     args = sys.argv[1:]
     cut = args.index("--")
     opts, cmd = args[:cut], args[cut + 1:]
     want_exit, matches, absents, file_matches, then_check = 0, [], [], [], False
+    file_limits = []
     i = 0
     while i < len(opts):
         o = opts[i]
@@ -22,6 +24,7 @@ def main():
         elif o == "--match": matches.append(opts[i + 1]); i += 2
         elif o == "--absent": absents.append(opts[i + 1]); i += 2
         elif o == "--file-match": file_matches.append((opts[i + 1], opts[i + 2])); i += 3
+        elif o == "--file-under": file_limits.append((opts[i + 1], int(opts[i + 2]))); i += 3
         elif o == "--big":
             with open(opts[i + 1], "w") as f:
                 line = "# " + "x" * 98 + "\n"
@@ -45,6 +48,10 @@ def main():
             with open(path, errors="replace") as f: text = f.read()
         except OSError as e: print(f"{path}: {e}"); ok = False; continue
         if not re.search(m, text, re.M): print(f"missing in {path}: {m}"); ok = False
+    for path, limit in file_limits:
+        try: size = os.path.getsize(path)
+        except OSError as e: print(f"{path}: {e}"); ok = False; continue
+        if size >= limit: print(f"{path}: {size} bytes, not under {limit}"); ok = False
     if ok and then_check:
         best = json.loads(p.stdout)["best_overrides"]
         tool, config = cmd[0], cmd[2]

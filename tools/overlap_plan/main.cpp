@@ -81,6 +81,7 @@ overrides and as YAML.)"},
 struct cli {
   std::string command, config, machine, out, profile;  ///< machine: "" until given or chosen
   std::vector<std::string> overrides;
+  std::vector<int> ranks;  ///< simulate: the ranks whose traces step.json holds (empty: chosen)
   overlap_plan::read_options read;
   bool json_output = false;
   bool strict = false;  ///< warnings (rules upstream lets run) stop the run too
@@ -143,6 +144,11 @@ std::optional<cli> parse_args(int argc, char** argv) {
   node(simulate);
   node(tune);
   simulate->add_option("--out", c.out, "write the trace and the picture to this directory");
+  simulate->add_option("--ranks", c.ranks,
+                       "the ranks whose ops step.json holds (each stands for its class), e.g. 0,128; default: "
+                       "the representatives, as many as fit about 250,000 ops")
+      ->delimiter(',')
+      ->check(CLI::NonNegativeNumber);
   tune->add_option("--threads", c.threads,
                    "simulate up to N combinations at once (default: one per core; the result does not depend on it)")
       ->check(CLI::Range(1, 1024));
@@ -526,6 +532,38 @@ std::optional<overlap_plan::bridge_config> as_upstream_runs(const char* command,
   return out;
 }
 
+/// The representatives whose ops go into a Perfetto trace: those of the ranks asked for, or as
+/// many of all (in rank order, spread over them) as hold about `budget` intervals together.
+std::vector<int> traced_ranks(const std::vector<int>& asked, const ov::schedule::rank_classes& classes,
+                              const ov::sim::result& r, std::size_t budget = 250'000) {
+  std::set<int> out;
+  for (const int rank : asked) {
+    if (rank >= classes.world())
+      throw input_error("--ranks: rank " + std::to_string(rank) + " is not in the step (0.." + std::to_string(classes.world() - 1) + ")");
+    out.insert(classes.representative[static_cast<std::size_t>(rank)]);
+  }
+  if (!asked.empty()) return {out.begin(), out.end()};
+  const std::vector<int> all = classes.representatives();
+  const std::size_t per_rank = r.intervals.size() / std::max<std::size_t>(all.size(), 1) + 1;
+  const std::size_t fit = std::clamp<std::size_t>(budget / per_rank, 1, all.size());
+  for (std::size_t i = 0; i < fit; ++i) out.insert(all[i * all.size() / fit]);
+  return {out.begin(), out.end()};
+}
+
+/// Writes the Perfetto trace of the programs and intervals of `ranks` alone.
+void write_trace_of(std::ostream& os, const std::vector<ov::schedule::program>& step, const ov::sim::result& r,
+                    const ov::schedule::rank_classes& classes, const std::vector<int>& ranks) {
+  const auto in = [&](int rank) { return std::binary_search(ranks.begin(), ranks.end(), rank); };
+  std::vector<ov::schedule::program> chosen;
+  for (const ov::schedule::program& p : step)
+    if (in(p.rank)) chosen.push_back(p);
+  ov::sim::result part = r;
+  part.intervals.clear();
+  for (const ov::sim::interval& iv : r.intervals)
+    if (in(iv.rank)) part.intervals.push_back(iv);
+  ov::trace::write_chrome_trace(os, chosen, part, &classes);
+}
+
 int run_simulate(const cli& args, const overlap_plan::bridge_config& c) {
   require_workload(c);
   const ov::sim::cost_model cost(machine_of(args));
@@ -536,17 +574,32 @@ int run_simulate(const cli& args, const overlap_plan::bridge_config& c) {
     throw input_error(args.config + ": the step cannot be built from this model and layout: " + e.what());
   }
   std::vector<std::string> written;
+  std::vector<int> traced;  // the ranks step.json holds
   if (!args.out.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(args.out, ec);
     if (ec) throw input_error("--out " + args.out + ": " + ec.message());
     {
+      traced = traced_ranks(args.ranks, plan.overlap_classes, plan.overlap);
       std::ofstream trace(args.out + "/step.json");
-      ov::trace::write_chrome_trace(trace, plan.overlap_step, plan.overlap, &plan.overlap_classes);
+      write_trace_of(trace, plan.overlap_step, plan.overlap, plan.overlap_classes, traced);
+      std::vector<int> traced_baseline;
+      for (const int rank : traced) traced_baseline.push_back(plan.baseline_classes.representative[static_cast<std::size_t>(rank)]);
+      std::sort(traced_baseline.begin(), traced_baseline.end());
+      traced_baseline.erase(std::unique(traced_baseline.begin(), traced_baseline.end()), traced_baseline.end());
       std::ofstream base(args.out + "/step_baseline.json");
-      ov::trace::write_chrome_trace(base, plan.baseline_step, plan.baseline, &plan.baseline_classes);
+      write_trace_of(base, plan.baseline_step, plan.baseline, plan.baseline_classes, traced_baseline);
       std::ofstream svg(args.out + "/step.svg");
-      ov::trace::write_svg_timeline(svg, plan.overlap_step, plan.overlap, {}, &plan.overlap_classes);
+      // Rows named by the rank's class and its coordinates in the layout.
+      const ov::settings& s = c.settings;
+      const ov::schedule::layout L(s.tensor_model_parallel_size, 1, s.data_parallel_size, s.pipeline_model_parallel_size,
+                                   s.num_moe_experts ? s.expert_model_parallel_size : 1);
+      const std::vector<int> sizes = plan.overlap_classes.sizes();
+      ov::trace::svg_options picture;
+      picture.rank_name = [&](int rank) {
+        return ov::trace::detail::rank_label(rank, &sizes) + " " + L.coordinates(rank);
+      };
+      ov::trace::write_svg_timeline(svg, plan.overlap_step, plan.overlap, picture, &plan.overlap_classes);
       if (!trace || !svg || !base) throw input_error("--out " + args.out + ": cannot write the files");
     }
     written = {args.out + "/step.json", args.out + "/step_baseline.json", args.out + "/step.svg"};
@@ -564,7 +617,8 @@ int run_simulate(const cli& args, const overlap_plan::bridge_config& c) {
                 {"baseline", {{"step_time_us", plan.baseline.step_time_us}, {"exposed_comm_us", family_json(plan.baseline.exposed_comm_us)},
                               {"comm_us", family_json(plan.baseline.comm_us)}, {"deadlock", plan.baseline.deadlock}}},
                 {"gain", gain},
-                {"files", written}};
+                {"files", written},
+                {"traced_ranks", traced}};
     std::cout << out.dump(2) << '\n';
     return 0;
   }
@@ -586,6 +640,12 @@ int run_simulate(const cli& args, const overlap_plan::bridge_config& c) {
   }
   if (plan.overlap.deadlock || plan.baseline.deadlock) std::printf("\nTHE STEP HANGS:\n%s", plan.overlap.wait_for_graph.c_str());
   for (const std::string& f : written) std::printf("wrote %s\n", f.c_str());
+  if (!written.empty()) {
+    std::string list;
+    for (const int rank : traced) (list += list.empty() ? "" : ",") += std::to_string(rank);
+    std::printf("the traces hold rank%s %s (%zu of %zu classes; --ranks R,R,... for others)\n", traced.size() == 1 ? "" : "s",
+                list.c_str(), traced.size(), plan.overlap_step.size());
+  }
   return 0;
 }
 

@@ -63,6 +63,16 @@ class layout {
     return make("edp.s" + std::to_string(p.stage) + ".e" + std::to_string(x % ep_),
                 [&](int k) { return p.stage * stage_size() + x % ep_ + k * ep_; }, stage_size() / ep_);
   }
+  /// A rank's place for people: "pp1 tp0 dp4", with "cp" and "ep" (its place in its ep group)
+  /// where those sizes exceed 1.
+  std::string coordinates(int rank) const {
+    const place p = at(rank);
+    std::string text = "pp" + std::to_string(p.stage) + " tp" + std::to_string(p.tp);
+    if (cp_ > 1) text += " cp" + std::to_string(p.cp);
+    text += " dp" + std::to_string(p.dp);
+    if (ep_ > 1) text += " ep" + std::to_string(index_in_stage(p) % ep_);
+    return text;
+  }
   /// The first and last stage of `p`'s pipeline: the shared embedding's gradient all-reduce.
   group embedding(const place& p) const {
     group g = make("embd" + where(p, true, true, true, false),

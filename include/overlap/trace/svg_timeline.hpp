@@ -3,7 +3,10 @@
 /// The SVG timeline writer: a simulated step as one standalone picture that any browser shows,
 /// for reports and code review where a trace viewer is not at hand. One row per (rank, stream), a
 /// time axis, one bar per op coloured by what it is (compute, or the family of its
-/// communication), the op's name as a tooltip, a legend and the step time.
+/// communication), the op's name as a tooltip, a legend and the step time. Above the ranks, a
+/// summary lane per family shows when its communication is exposed (no compute beside it on that
+/// rank) on any rank drawn. Bars closer than half a pixel merge, so the picture stays bounded by
+/// its pixels, not by the ops, at any scale (a merged bar's tooltip counts its ops).
 
 #include <algorithm>
 #include <array>
@@ -11,11 +14,13 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <ostream>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -25,11 +30,18 @@
 
 namespace overlap::trace {
 
-/// The size of the picture, in pixels.
+/// The size of the picture, in pixels, and how ranks are named.
 struct svg_options {
   int width = 1200;      ///< the whole picture, row labels included; the time axis gets at least
                          ///< 100 pixels however small this is
   int row_height = 18;   ///< one (rank, stream) row; labels are 11 pixels high, so keep it >= 12
+  /// A rank's name in its rows ("rank 32 (class of 8)" by default); a caller that knows the layout
+  /// adds the rank's coordinates (pipeline stage, tp, dp, ep).
+  std::function<std::string(int rank)> rank_name{};
+  bool summary_lanes = true;  ///< the per-family lanes of exposed communication
+  /// At most about this many bars: beyond it, bars narrower than 2, 4, 8, ... pixels merge with
+  /// their neighbours of the same row and category too (a few MB of SVG at any scale).
+  std::size_t max_bars = 20000;
 };
 
 namespace detail {
@@ -86,6 +98,34 @@ inline std::string time_text(double us, bool in_ms) {
   return us_text(to_ns(us)) + " " + std::string(micro) + "s";
 }
 
+/// A time span [begin, end) in microseconds.
+struct span {
+  double begin = 0, end = 0;
+};
+/// `v` as disjoint spans in time order, joining those closer than `gap`.
+inline std::vector<span> merged(std::vector<span> v, double gap = 0) {
+  std::sort(v.begin(), v.end(), [](const span& a, const span& b) { return a.begin < b.begin; });
+  std::vector<span> out;
+  for (const span& s : v)
+    if (!out.empty() && s.begin <= out.back().end + gap) out.back().end = std::max(out.back().end, s.end);
+    else out.push_back(s);
+  return out;
+}
+/// The parts of disjoint sorted spans `a` outside disjoint sorted spans `b`.
+inline std::vector<span> minus(const std::vector<span>& a, const std::vector<span>& b) {
+  std::vector<span> out;
+  std::size_t k = 0;
+  for (span s : a) {
+    while (k < b.size() && b[k].end <= s.begin) ++k;
+    for (std::size_t j = k; j < b.size() && b[j].begin < s.end; ++j) {
+      if (b[j].begin > s.begin) out.push_back({s.begin, b[j].begin});
+      s.begin = std::max(s.begin, b[j].end);
+    }
+    if (s.begin < s.end) out.push_back(s);
+  }
+  return out;
+}
+
 /// A round tick spacing (1, 2 or 5 times a power of ten) that gives the axis at most ~8 ticks.
 inline double tick_step(double span_us) {
   const double raw = span_us / 8;
@@ -122,21 +162,24 @@ inline void write_svg_timeline(std::ostream& os, const std::vector<schedule::pro
     detail::category category;
     std::string label;
   };
+  const auto rank_name = [&](int rank) {
+    return options.rank_name ? options.rank_name(rank) : detail::rank_label(rank, classes ? &sizes : nullptr);
+  };
   std::map<std::pair<int, int>, std::string> row_labels;
   for (const auto& p : programs) {
     const auto names = detail::stream_names(p);
-    for (std::size_t s = 0; s < names.size(); ++s)
-      row_labels[{p.rank, static_cast<int>(s)}] = detail::rank_label(p.rank, classes ? &sizes : nullptr) + " " + names[s];
+    for (std::size_t s = 0; s < names.size(); ++s) row_labels[{p.rank, static_cast<int>(s)}] = rank_name(p.rank) + " " + names[s];
   }
   for (const auto& iv : r.intervals)
-    row_labels.try_emplace({iv.rank, iv.stream}, detail::rank_label(iv.rank, classes ? &sizes : nullptr) + " stream " +
-                                                     std::to_string(iv.stream));
+    row_labels.try_emplace({iv.rank, iv.stream}, rank_name(iv.rank) + " stream " + std::to_string(iv.stream));
   std::map<std::pair<int, int>, std::size_t> row_of;
   for (const auto& [key, label] : row_labels) row_of.emplace(key, row_of.size());
 
   std::vector<bar> bars;
   std::array<bool, detail::num_categories> used{};
   double span_us = std::isfinite(r.step_time_us) ? std::max(r.step_time_us, 0.0) : 0.0;
+  // Per rank, its compute and each family's communication, for the exposed-communication lanes.
+  std::map<int, std::array<std::vector<detail::span>, detail::num_categories>> by_rank;
   for (const auto& iv : r.intervals) {
     if (!detail::has_finite_times(iv) || detail::to_ns(iv.end_us) <= detail::to_ns(iv.start_us))
       continue;
@@ -146,8 +189,20 @@ inline void write_svg_timeline(std::ostream& os, const std::vector<schedule::pro
     span_us = std::max(span_us, iv.end_us);
     bars.push_back({row_of.at({iv.rank, iv.stream}), iv.start_us, iv.end_us, c,
                     detail::interval_label(at, iv)});
+    by_rank[iv.rank][static_cast<std::size_t>(c)].push_back({iv.start_us, iv.end_us});
   }
   if (span_us <= 0) span_us = 1;
+  // Exposed: a family's communication with no compute of its rank beside it, on any rank.
+  std::array<std::vector<detail::span>, detail::num_categories> exposed;
+  if (options.summary_lanes)
+    for (auto& [rank, spans] : by_rank) {
+      const std::vector<detail::span> compute = detail::merged(std::move(spans[0]));
+      for (std::size_t c = 1; c < detail::num_categories; ++c)
+        for (const detail::span& e : detail::minus(detail::merged(std::move(spans[c])), compute)) exposed[c].push_back(e);
+    }
+  std::vector<std::size_t> lanes;  // the categories with exposed time, in category order
+  for (std::size_t c = 1; c < detail::num_categories; ++c)
+    if (!exposed[c].empty()) lanes.push_back(c);
 
   std::size_t longest_label = 0;
   for (const auto& [key, label] : row_labels) longest_label = std::max(longest_label, label.size());
@@ -157,7 +212,8 @@ inline void write_svg_timeline(std::ostream& os, const std::vector<schedule::pro
   const double plot_width = std::max(100.0, options.width - plot_left - right_margin);
   const double width = plot_left + plot_width + right_margin;
   const double row_height = std::max(options.row_height, 2);
-  const double rows_top = 60;
+  const double lanes_top = 60;
+  const double rows_top = lanes_top + static_cast<double>(lanes.size()) * row_height + (lanes.empty() ? 0 : 6);
   const double rows_bottom = rows_top + static_cast<double>(row_labels.size()) * row_height;
   const double height = rows_bottom + 8;
   const auto x_of = [&](double us) { return plot_left + us / span_us * plot_width; };
@@ -199,15 +255,46 @@ inline void write_svg_timeline(std::ostream& os, const std::vector<schedule::pro
   const auto ticks = static_cast<int>(std::floor(span_us / step * (1 + 1e-9)));
   os << "<g class=\"axis\" stroke=\"#e0e0e0\">\n";
   for (int k = 0; k <= ticks; ++k)
-    os << "<line x1=\"" << px(x_of(k * step)) << "\" y1=\"" << px(rows_top - 6) << "\" x2=\""
+    os << "<line x1=\"" << px(x_of(k * step)) << "\" y1=\"" << px(lanes_top - 6) << "\" x2=\""
        << px(x_of(k * step)) << "\" y2=\"" << px(rows_bottom) << "\"/>\n";
   os << "</g>\n<g class=\"ticks\" font-size=\"10\" text-anchor=\"middle\" fill=\"#404040\">\n";
   for (int k = 0; k <= ticks; ++k) {
-    os << "<text x=\"" << px(x_of(k * step)) << "\" y=\"" << px(rows_top - 10) << "\">";
+    os << "<text x=\"" << px(x_of(k * step)) << "\" y=\"" << px(lanes_top - 10) << "\">";
     write_xml_text(os, detail::time_text(k * step, in_ms));
     os << "</text>\n";
   }
   os << "</g>\n";
+
+  // The exposed-communication lanes, a pixel at a time: the share of each pixel's time that some
+  // rank's communication of the family is exposed sets its opacity (runs of one level are one rect).
+  if (!lanes.empty()) {
+    os << "<g class=\"summary\">\n";
+    const double pixel_us = span_us / plot_width;
+    const auto pixels = static_cast<std::size_t>(std::ceil(plot_width)) + 1;
+    for (std::size_t i = 0; i < lanes.size(); ++i) {
+      const std::size_t c = lanes[i];
+      const double y = lanes_top + static_cast<double>(i) * row_height;
+      os << "<text x=\"8\" y=\"" << px(y + row_height / 2 + 4) << "\">exposed ";
+      write_xml_text(os, detail::legend_name(static_cast<detail::category>(c)));
+      os << " (any rank)</text>\n";
+      std::vector<double> share(pixels, 0);
+      for (const detail::span& e : detail::merged(std::move(exposed[c])))
+        for (auto k = static_cast<std::size_t>(e.begin / pixel_us); k < pixels && k * pixel_us < e.end; ++k)
+          share[k] += (std::min(e.end, (k + 1) * pixel_us) - std::max(e.begin, k * pixel_us)) / pixel_us;
+      for (std::size_t k = 0; k < pixels;) {
+        const int level = static_cast<int>(std::ceil(std::min(share[k], 1.0) * 10));  // 0..10
+        std::size_t j = k + 1;
+        while (j < pixels && static_cast<int>(std::ceil(std::min(share[j], 1.0) * 10)) == level) ++j;
+        if (level > 0)
+          os << "<rect class=\"exposed\" x=\"" << px(x_of(k * pixel_us)) << "\" y=\"" << px(y + 2) << "\" width=\""
+             << px(x_of(std::min(j * pixel_us, span_us)) - x_of(k * pixel_us)) << "\" height=\""
+             << px(std::max(row_height - 4, 1.0)) << "\" fill=\"" << detail::category_colours[c]
+             << "\" fill-opacity=\"" << px(level / 10.0) << "\"/>\n";
+        k = j;
+      }
+    }
+    os << "</g>\n";
+  }
 
   os << "<g class=\"rows\">\n";
   std::optional<int> previous_rank;
@@ -227,27 +314,102 @@ inline void write_svg_timeline(std::ostream& os, const std::vector<schedule::pro
   // A thin white outline separates back-to-back ops of one stream, which would read as one bar.
   os << "<g class=\"ops\" stroke=\"#ffffff\" stroke-width=\"0.5\">\n";
   const double bar_height = std::max(row_height - 4, 1.0);
-  for (const auto& b : bars) {
-    const double x = x_of(b.start_us);
-    const double bar_width = std::max(x_of(b.end_us) - x, 0.5);
-    const double y =
-        rows_top + static_cast<double>(b.row) * row_height + (row_height - bar_height) / 2;
+  // Sub-pixel bars of one row and category within half a pixel of each other merge: one rect,
+  // its tooltip counting the ops (at most a bar per pixel per category and row). When that still
+  // leaves more than `max_bars`, each row is drawn at a coarser resolution instead: a bin of 1, 2,
+  // 4, ... pixels shows the category busy longest in it, and bins of one category in a row are one
+  // bar, so that the picture is bounded by its pixels, not by the ops.
+  std::stable_sort(bars.begin(), bars.end(), [](const bar& a, const bar& b) {
+    return std::tie(a.row, a.category, a.start_us) < std::tie(b.row, b.category, b.start_us);
+  });
+  const double pixel_us = span_us / plot_width;
+  const auto run_end = [&](std::size_t i, double& end_us) {
+    end_us = bars[i].end_us;
+    std::size_t j = i + 1;
+    if (bars[i].end_us - bars[i].start_us >= pixel_us) return j;
+    for (; j < bars.size() && bars[j].row == bars[i].row && bars[j].category == bars[i].category &&
+           bars[j].start_us <= end_us + pixel_us / 2 && bars[j].end_us - bars[j].start_us < pixel_us;
+         ++j)
+      end_us = std::max(end_us, bars[j].end_us);
+    return j;
+  };
+  std::size_t runs = 0;
+  for (std::size_t i = 0; i < bars.size(); ++runs) {
+    double ignored = 0;
+    i = run_end(i, ignored);
+  }
+  const std::string us = " " + std::string(detail::micro) + "s";
+  const auto draw = [&](std::size_t row, detail::category c, double start_us, double end_us, const std::string& head) {
+    const double x = x_of(start_us);
+    const double y = rows_top + static_cast<double>(row) * row_height + (row_height - bar_height) / 2;
     os << "<rect class=\"op\" x=\"" << px(x) << "\" y=\"" << px(y) << "\" width=\""
-       << px(bar_width) << "\" height=\"" << px(bar_height) << "\" fill=\""
-       << detail::category_colours[static_cast<std::size_t>(b.category)] << "\"><title>";
-    const std::int64_t start = detail::to_ns(b.start_us);
-    const std::int64_t end = detail::to_ns(b.end_us);
-    const std::string us = " " + std::string(detail::micro) + "s";
-    write_xml_text(os, b.label + "\n" + std::string(detail::category_name(b.category)) + ", " +
-                           detail::us_text(start) + " - " + detail::us_text(end) + us + " (" +
-                           detail::us_text(end - start) + us + ")");
+       << px(std::max(x_of(end_us) - x, 0.5)) << "\" height=\"" << px(bar_height) << "\" fill=\""
+       << detail::category_colours[static_cast<std::size_t>(c)] << "\"><title>";
+    const std::int64_t start = detail::to_ns(start_us), end = detail::to_ns(end_us);
+    write_xml_text(os, head + "\n" + std::string(detail::category_name(c)) + ", " + detail::us_text(start) + " - " +
+                           detail::us_text(end) + us + " (" + detail::us_text(end - start) + us + ")");
     os << "</title></rect>\n";
+  };
+  if (runs <= options.max_bars) {
+    for (std::size_t i = 0; i < bars.size();) {
+      double end_us = 0;
+      const std::size_t j = run_end(i, end_us);
+      draw(bars[i].row, bars[i].category, bars[i].start_us, end_us,
+           j - i == 1 ? bars[i].label : std::to_string(j - i) + " ops from " + bars[i].label);
+      i = j;
+    }
+  } else {
+    // Per row: the busy time of each category in each bin, then runs of the bins' leaders.
+    std::vector<std::vector<const bar*>> of_row(row_labels.size());
+    for (const bar& b : bars) of_row[b.row].push_back(&b);
+    const auto bins_of = [&](double bin_us) { return static_cast<std::size_t>(std::ceil(span_us / bin_us)) + 1; };
+    struct run {
+      std::size_t row;
+      detail::category category;
+      double start_us, end_us;
+      std::size_t ops;
+    };
+    const auto binned = [&](double bin_us) {
+      std::vector<run> out;
+      const std::size_t bins = bins_of(bin_us);
+      for (std::size_t row = 0; row < of_row.size(); ++row) {
+        std::vector<std::array<double, detail::num_categories>> busy(bins);
+        std::vector<std::size_t> starts(bins, 0);
+        for (const bar* b : of_row[row]) {
+          const auto first = static_cast<std::size_t>(b->start_us / bin_us), last = static_cast<std::size_t>(b->end_us / bin_us);
+          ++starts[std::min(first, bins - 1)];
+          for (std::size_t k = first; k <= last && k < bins; ++k)
+            busy[k][static_cast<std::size_t>(b->category)] +=
+                std::min(b->end_us, (k + 1) * bin_us) - std::max(b->start_us, k * bin_us);
+        }
+        for (std::size_t k = 0; k < bins; ++k) {
+          const auto lead = std::max_element(busy[k].begin(), busy[k].end());
+          if (*lead <= 0) continue;
+          const auto c = static_cast<detail::category>(lead - busy[k].begin());
+          if (!out.empty() && out.back().row == row && out.back().category == c && out.back().end_us >= k * bin_us) {
+            out.back().end_us = std::min((k + 1) * bin_us, span_us);
+            out.back().ops += starts[k];
+          } else {
+            out.push_back({row, c, k * bin_us, std::min((k + 1) * bin_us, span_us), starts[k]});
+          }
+        }
+      }
+      return out;
+    };
+    std::vector<run> drawn;
+    for (double bin_us = pixel_us;; bin_us *= 2) {
+      drawn = binned(bin_us);
+      if (drawn.size() <= options.max_bars || bin_us >= span_us) break;
+    }
+    for (const run& x : drawn)
+      draw(x.row, x.category, x.start_us, x.end_us,
+           "mostly " + std::string(detail::legend_name(x.category)) + " (" + std::to_string(x.ops) + " ops start here)");
   }
   os << "</g>\n";
 
   if (r.step_time_us > 0 && std::isfinite(r.step_time_us))
     os << "<line class=\"step\" x1=\"" << px(x_of(r.step_time_us)) << "\" y1=\""
-       << px(rows_top - 6) << "\" x2=\"" << px(x_of(r.step_time_us)) << "\" y2=\""
+       << px(lanes_top - 6) << "\" x2=\"" << px(x_of(r.step_time_us)) << "\" y2=\""
        << px(rows_bottom) << "\" stroke=\"#c00000\" stroke-dasharray=\"4 3\"/>\n";
   os << "</svg>\n";
 }
