@@ -40,6 +40,12 @@ struct dp_plan {
   std::optional<group> embedding{};
   std::int64_t embedding_parameters = 0;
   op_type embedding_of = op_type::embedding_fprop;  ///< this stage's copy: embedding or output layer
+  /// With overlap_grad_reduce, the reductions start after this stage's last pipeline action, in
+  /// the pipeline's drain, instead of during its last backward: Megatron-Core's non-interleaved
+  /// schedule with align_grad_reduce (its default) overlaps them only on the first stage ("other
+  /// pipeline stages do grad reduction during pipeline bubble", schedules.py), so that a long
+  /// reduction's wait does not hold a single hardware queue ahead of the stage's last send.
+  bool reduce_after_pipeline = false;
 };
 
 class dp_buckets {
@@ -49,7 +55,7 @@ class dp_buckets {
       : e_(e), compute_(compute_stream), micro_batches_(micro_batches), r_(r), dist_opt_(s.distributed_optimizer),
         param_bytes_(element_bytes), grad_bytes_(s.grad_reduce_in_fp32 ? 4 : element_bytes),
         embedding_(std::move(plan.embedding)), embedding_parameters_(plan.embedding_parameters),
-        embedding_of_(plan.embedding_of) {
+        embedding_of_(plan.embedding_of), reduce_after_pipeline_(plan.reduce_after_pipeline) {
     const group* groups[2] = {&plan.dense, &plan.expert};
     for (int part = 0; part < 2; ++part) {
       const bool active = groups[part]->ranks.size() > 1;
@@ -109,7 +115,9 @@ class dp_buckets {
     if (micro_batch + 1 != micro_batches_) return;
     for (std::size_t b = 0; b < buckets_.size(); ++b) {
       auto& k = buckets_[b];
-      if (k.chunk != chunk || !holds(k, holder, used_by) || --k.missing != 0 || !r_.overlap_grad_reduce) continue;
+      if (k.chunk != chunk || !holds(k, holder, used_by) || --k.missing != 0 || !r_.overlap_grad_reduce ||
+          reduce_after_pipeline_)
+        continue;
       e_.cross(compute_, dp_stream_);
       reduce(dp_stream_, b);
     }
@@ -119,8 +127,12 @@ class dp_buckets {
   void epilogue() {
     if (!r_.overlap_grad_reduce)
       for (std::size_t b = 0; b < buckets_.size(); ++b) reduce(compute_, b);
-    else if (!buckets_.empty())
-      e_.cross(dp_stream_, compute_);
+    if (r_.overlap_grad_reduce && reduce_after_pipeline_)
+      for (std::size_t b = 0; b < buckets_.size(); ++b) {
+        e_.cross(compute_, dp_stream_);
+        reduce(dp_stream_, b);
+      }
+    if (r_.overlap_grad_reduce && !buckets_.empty()) e_.cross(dp_stream_, compute_);
     if (embedding_) {
       const int grads = e_.buffer(gradients(embedding_of_, -1));
       e_.collective(compute_, {.type = op_type::embedding_grad_all_reduce}, collective::all_reduce, embedding_comm_,
@@ -194,6 +206,7 @@ class dp_buckets {
   std::optional<group> embedding_;
   std::int64_t embedding_parameters_;
   op_type embedding_of_;
+  bool reduce_after_pipeline_;
   int comm_[2] = {-1, -1}, size_[2] = {1, 1};
   int embedding_comm_ = -1;
   std::int64_t reduced_parameters_[2] = {0, 0}, replicated_parameters_ = 0;

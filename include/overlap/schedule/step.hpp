@@ -403,6 +403,7 @@ class rank_builder {
                        op_type::lm_head_fprop});
       }
     }
+    plan.reduce_after_pipeline = L.pp() > 1 && at_.stage != 0 && k_.chunks == 1;
     if (k_.dp && share_embedding() && L.pp() > 1 && (embeds(0) || heads(k_.chunks - 1))) {
       plan.embedding = L.embedding(at_);
       plan.embedding_parameters = w_.embedding_parameters() / tp;
