@@ -25,6 +25,7 @@
 #include <overlap/rules/fixes.hpp>
 #include <overlap/rules/validate.hpp>
 #include <overlap/settings/print.hpp>
+#include <overlap/sim/blackwell.hpp>
 #include <overlap/sim/machine.hpp>
 #include <overlap/sim/profile_json.hpp>
 #include <overlap/trace/chrome_trace.hpp>
@@ -126,10 +127,10 @@ std::optional<cli> parse_args(int argc, char** argv) {
   };
   const auto node = [&](CLI::App* sub) {
     sub->add_option("--machine", c.machine,
-                    "the node (links, NICs, host), h100 or h200; both compute as measured on an H200, the "
-                    "h100 with its HBM3. Default: the --gpu's node (h100 without one); another GPU needs "
-                    "--machine and --profile")
-        ->check(CLI::IsMember({"h100", "h200"}));
+                    "the node (links, NICs, host): h100 and h200 compute as measured on an H200 (the h100 with "
+                    "its HBM3); b200, b300 (8 GPUs) and gb200, gb300 (NVL72 racks) from published figures "
+                    "(sim/blackwell.hpp). Default: the --gpu's node (h100 without one)")
+        ->check(CLI::IsMember({"h100", "h200", "b200", "b300", "gb200", "gb300"}));
     sub->add_option("--profile", c.profile,
                     "compute as measured on your GPU: the JSON that overlap-profile writes there");
   };
@@ -459,30 +460,40 @@ int run_check(const cli& args, const overlap_plan::document& doc, const overlap_
 
 // ---- simulate -----------------------------------------------------------------------------------
 
-/// The node to simulate on: --machine, else the config's GPU where it has a preset (h100, h200;
-/// h100 when it names none). A GPU without a preset is an input error naming the way out, not a
-/// silent H100.
+/// The node presets by name: the GPU names of `--gpu` that have one.
+const std::map<std::string, ov::sim::machine (*)()>& node_presets() {
+  static const std::map<std::string, ov::sim::machine (*)()> presets{
+      {"h100", ov::sim::h100_node},   {"h200", ov::sim::h200_node},   {"b200", ov::sim::b200_node},
+      {"b300", ov::sim::b300_node},   {"gb200", ov::sim::gb200_nvl72}, {"gb300", ov::sim::gb300_nvl72}};
+  return presets;
+}
+
+/// The node to simulate on: --machine, else the config's GPU where it has a preset (h100 when it
+/// names none). A GPU without a preset (a100) is an input error naming the way out, not a silent
+/// H100.
 std::string node_for(const cli& args, const overlap_plan::bridge_config& c) {
   if (!args.machine.empty()) return args.machine;
   const std::optional<ov::gpu_model> gpu = c.settings.gpu;
-  if (!gpu || *gpu == ov::gpu_model::h100) return "h100";
-  if (*gpu == ov::gpu_model::h200) return "h200";
-  throw input_error("no node preset for " + std::string(ov::to_string(*gpu)) +
-                    " (the simulator has h100 and h200 nodes): simulate on one of them with --machine h100|h200, "
-                    "and give compute as measured on your GPU with --profile FILE (what overlap-profile writes there)");
+  if (!gpu) return "h100";
+  const std::string name(ov::to_string(*gpu));
+  if (node_presets().contains(name)) return name;
+  throw input_error("no node preset for " + name + ": simulate on one with --machine (h100, h200, b200, b300, gb200, "
+                    "gb300), and give compute as measured on your GPU with --profile FILE (what overlap-profile writes there)");
 }
 
 /// The node of --machine; with --profile, computing as that profile measured.
 ov::sim::machine machine_of(const cli& args) {
-  ov::sim::machine m = args.machine == "h200" ? ov::sim::h200_node() : ov::sim::h100_node();
+  ov::sim::machine m = node_presets().at(args.machine)();
   if (args.profile.empty()) return m;
   return ov::sim::with_profile(std::move(m), std::make_shared<const ov::sim::profile>(ov::sim::read_profile(args.profile)));
 }
 
-/// "h100 node", or "h100 node, compute from FILE (GPU)".
+/// "an h100 node", "a gb200 NVL72 rack", or either with ", compute from FILE (GPU)".
 std::string machine_label(const cli& args, const ov::sim::machine& m) {
-  if (args.profile.empty()) return args.machine + " node";
-  return args.machine + " node, compute from " + args.profile + " (" + m.profile->gpu + ")";
+  const std::string what = (args.machine.starts_with("h") ? "an " : "a ") + args.machine +
+                           (m.gpus_per_node > 8 ? " NVL" + std::to_string(m.gpus_per_node) + " rack" : std::string(" node"));
+  if (args.profile.empty()) return what;
+  return what + ", compute from " + args.profile + " (" + m.profile->gpu + ")";
 }
 
 /// Refuses a config without the model's sizes; warns of sizes far beyond what the planner was
@@ -527,6 +538,9 @@ std::optional<overlap_plan::bridge_config> as_upstream_runs(const char* command,
     say(severity::warning);
   }
   for (const std::string& n : c.not_modelled) std::cerr << "overlap-plan " << command << ": warning: " << n << '\n';
+  if (c.settings.fp8)
+    std::cerr << "overlap-plan " << command << ": warning: fp8 is on: its GEMMs are simulated at bf16 rates (fp8 and "
+              << "fp4 compute are not modelled)\n";
   overlap_plan::bridge_config out = c;
   out.settings = j.upstream.as_run;
   return out;
@@ -622,7 +636,7 @@ int run_simulate(const cli& args, const overlap_plan::bridge_config& c) {
     std::cout << out.dump(2) << '\n';
     return 0;
   }
-  std::printf("overlap-plan simulate %s on an %s: %d %s in %zu %s of symmetric ranks, %d layers, "
+  std::printf("overlap-plan simulate %s on %s: %d %s in %zu %s of symmetric ranks, %d layers, "
               "%d %s per dp rank\n",
               args.config.c_str(), machine_label(args, cost.machine()).c_str(), plan.overlap_classes.world(),
               plan.overlap_classes.world() == 1 ? "rank" : "ranks", plan.overlap_step.size(),
@@ -720,7 +734,7 @@ int run_tune(const cli& args, const overlap_plan::document& doc, const overlap_p
     std::cout << out.dump(2) << '\n';
     return 0;
   }
-  std::printf("overlap-plan tune %s on an %s: %zu knob(s), %zu combinations simulated, %zu rejected, %.1f s\n",
+  std::printf("overlap-plan tune %s on %s: %zu knob(s), %zu combinations simulated, %zu rejected, %.1f s\n",
               args.config.c_str(), machine_label(args, cost.machine()).c_str(), t.knobs.size(), t.ranked.size(),
               t.rejected, seconds);
   if (t.rejected > 0) {
