@@ -4,8 +4,8 @@
 /// overlap knob is tried, including the ones the configuration sets: EP overlap (with and without
 /// delayed weight gradients), TP overlap and its userbuffer reduce-scatter slots, DP overlap
 /// (overlap_grad_reduce, overlap_param_gather, the bucket size), CUDA_DEVICE_MAX_CONNECTIONS and
-/// the p2p mode. Combinations the rule
-/// table rejects are counted by rule id, never simulated. The search is coordinate descent: each
+/// the p2p mode. Combinations the rule table rejects are counted by rule id, never simulated.
+/// The search is coordinate descent: each
 /// knob in turn takes its best choice with the others held, until a pass changes nothing (at most
 /// three passes); a knob changes only for a gain over 0.1 % of the step (below that the change is
 /// noise of the model). A knob's choices are simulated at once on all cores, each in memory of its
@@ -61,16 +61,18 @@ inline std::vector<knob> overlap_knobs(const settings& s) {
                     {"ep_overlap=on", ep(true, false)},
                     {"ep_overlap=on+delay_wgrad", ep(true, true)}}});
   }
+  // An on/off knob of a flag: as configured, then true and false.
+  const auto flag = [&](std::string name, std::string field, bool now, void (*set)(settings&, bool)) {
+    const auto choice = [&](bool v) {
+      return knob_choice{field + "=" + (v ? "true" : "false"), [set, v](settings& x) { set(x, v); }};
+    };
+    out.push_back({std::move(name), {{field + "=" + (now ? "true" : "false") + " (as configured)", keep}, choice(true), choice(false)}});
+  };
   if (s.tensor_model_parallel_size > 1)
-    out.push_back({"TP overlap",
-                   {{std::string("tp_comm_overlap=") + (r.tp_comm_overlap ? "true" : "false") + " (as configured)", keep},
-                    {"tp_comm_overlap=true", [](settings& x) { x.tp_comm_overlap = true; }},
-                    {"tp_comm_overlap=false", [](settings& x) { x.tp_comm_overlap = false; }}}});
+    flag("TP overlap", "tp_comm_overlap", r.tp_comm_overlap, [](settings& x, bool v) { x.tp_comm_overlap = v; });
   if (s.data_parallel_size > 1)
-    out.push_back({"overlap_grad_reduce",
-                   {{std::string("overlap_grad_reduce=") + (r.overlap_grad_reduce ? "true" : "false") + " (as configured)", keep},
-                    {"overlap_grad_reduce=true", [](settings& x) { x.overlap_grad_reduce = true; }},
-                    {"overlap_grad_reduce=false", [](settings& x) { x.overlap_grad_reduce = false; }}}});
+    flag("overlap_grad_reduce", "overlap_grad_reduce", r.overlap_grad_reduce,
+         [](settings& x, bool v) { x.overlap_grad_reduce = v; });
   if (s.data_parallel_size > 1) {
     knob k{"bucket_size", {{"bucket_size=" + (r.bucket_size ? std::to_string(*r.bucket_size) : std::string("one")) +
                                 " (as configured)", keep}}};
@@ -81,16 +83,11 @@ inline std::vector<knob> overlap_knobs(const settings& s) {
                            }});
     out.push_back(std::move(k));
   }
-  if (s.data_parallel_size > 1 && s.distributed_optimizer) {
-    knob k{"overlap_param_gather", {{std::string("overlap_param_gather=") + (r.overlap_param_gather ? "true" : "false") +
-                                         " (as configured)", keep}}};
-    for (const bool v : {true, false})
-      k.choices.push_back({std::string("overlap_param_gather=") + (v ? "true" : "false"), [v](settings& x) {
-                             x.overlap_param_gather = v;
-                             if (!v) x.align_param_gather = false;
-                           }});
-    out.push_back(std::move(k));
-  }
+  if (s.data_parallel_size > 1 && s.distributed_optimizer)
+    flag("overlap_param_gather", "overlap_param_gather", r.overlap_param_gather, [](settings& x, bool v) {
+      x.overlap_param_gather = v;
+      if (!v) x.align_param_gather = false;
+    });
   if (r.tp_comm_overlap) {
     const auto slots = [](ub::method m, int num_sm) {
       return [m, num_sm](settings& x) {
