@@ -57,6 +57,7 @@ struct bridge_config {
   std::vector<std::string> not_modelled;       ///< those notes of fields that shape the run, not modelled
   std::vector<std::string> missing_workload;   ///< model/train fields the simulator needs and lacks
   int global_batch_size = 0;
+  ov::upstream_reading upstream;               ///< `settings` as upstream runs them (rules/upstream.hpp)
 };
 
 namespace detail {
@@ -669,7 +670,8 @@ inline bridge_config read_config(const document& doc, const read_options& opt = 
   }
 
   // Values Bridge overwrites: said when they differ from what the run will have.
-  const ov::resolved_settings r = ov::derive(ov::read_as_upstream(s).as_run);
+  out.upstream = ov::read_as_upstream(s);
+  const ov::resolved_settings r = ov::derive(out.upstream.as_run);
   for (const overwritten_value& o : overwritten)
     ov::reflect::for_each_field(r, [&](std::string_view name, const auto& final_value) {
       using T = std::remove_cvref_t<decltype(final_value)>;

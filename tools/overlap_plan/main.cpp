@@ -93,6 +93,20 @@ struct cli {
   throw input_error(what + " (overlap-plan --help)");
 }
 
+/// The node presets by name: the GPU names of `--gpu` that have one.
+const std::map<std::string, ov::sim::machine (*)()>& node_presets() {
+  static const std::map<std::string, ov::sim::machine (*)()> presets{
+      {"h100", ov::sim::h100_node},   {"h200", ov::sim::h200_node},   {"b200", ov::sim::b200_node},
+      {"b300", ov::sim::b300_node},   {"gb200", ov::sim::gb200_nvl72}, {"gb300", ov::sim::gb300_nvl72}};
+  return presets;
+}
+
+std::vector<std::string> node_names() {
+  std::vector<std::string> out;
+  for (const auto& [name, preset] : node_presets()) out.push_back(name);
+  return out;
+}
+
 /// The command line, with CLI11: one declaration per option gives its parsing, its check and its
 /// line of --help. Returns nothing for --help (printed here).
 std::optional<cli> parse_args(int argc, char** argv) {
@@ -130,7 +144,7 @@ std::optional<cli> parse_args(int argc, char** argv) {
                     "the node (links, NICs, host): h100 and h200 compute as measured on an H200 (the h100 with "
                     "its HBM3); b200, b300 (8 GPUs) and gb200, gb300 (NVL72 racks) from published figures "
                     "(sim/blackwell.hpp). Default: the --gpu's node (h100 without one)")
-        ->check(CLI::IsMember({"h100", "h200", "b200", "b300", "gb200", "gb300"}));
+        ->check(CLI::IsMember(node_names()));
     sub->add_option("--profile", c.profile,
                     "compute as measured on your GPU: the JSON that overlap-profile writes there");
   };
@@ -302,13 +316,14 @@ constexpr const char* to_string(severity v) {
 }
 
 struct finding {
-  ov::diagnostic d;
-  severity level = severity::error;
   const ov::rules::rule* rule = nullptr;
+  severity level = severity::error;
   ov::rules::upstream upstream = ov::rules::upstream::enforces;
   std::vector<std::string> fields;  ///< config paths behind it (what upstream runs otherwise first)
   std::set<std::string> defaults;   ///< those of `fields` that hold upstream's default
   std::vector<std::string> fixes;   ///< overrides that clear it without breaking another rule
+
+  ov::diagnostic diagnostic() const { return {rule->id, rule->message()}; }
 };
 
 /// The config as upstream runs it, and its findings: errors, then the rules upstream let run in
@@ -330,7 +345,7 @@ struct judgement {
 void find_fixes(const overlap_plan::bridge_config& c, const overlap_plan::document& doc, const ov::settings& s,
                 const std::vector<finding*>& findings) {
   std::vector<std::string_view> ids;
-  for (const finding* f : findings) ids.push_back(f->d.id);
+  for (const finding* f : findings) ids.push_back(f->rule->id);
   const std::vector<ov::rule_fixes> found = ov::single_field_fixes(s, ids);
   for (std::size_t i = 0; i < findings.size(); ++i)
     for (const ov::field_fix& x : found[i].fixes) {
@@ -343,13 +358,14 @@ void find_fixes(const overlap_plan::bridge_config& c, const overlap_plan::docume
     }
 }
 
-/// `c` judged as upstream runs it, with the config fields and fixes of each finding.
-judgement judge(const overlap_plan::bridge_config& c, const overlap_plan::document& doc) {
-  judgement out{ov::read_as_upstream(c.settings), {}};
-  for (const ov::diagnostic& d : out.upstream.errors) out.findings.push_back({d, severity::error, &ov::rules::find(d.id), ov::rules::upstream::enforces, {}, {}, {}});
+/// `c` judged as upstream runs it (`c.upstream`), with the config fields of each finding and,
+/// `with_fixes`, the overrides that fix it.
+judgement judge(const overlap_plan::bridge_config& c, const overlap_plan::document& doc, bool with_fixes) {
+  judgement out{c.upstream, {}};
+  for (const ov::diagnostic& d : out.upstream.errors) out.findings.push_back({&ov::rules::find(d.id), severity::error, ov::rules::upstream::enforces, {}, {}, {}});
   const std::size_t errors = out.findings.size();
   for (const ov::upstream_finding& u : out.upstream.lenient) {
-    finding f{{u.rule->id, u.rule->message()}, severity::note, u.rule, u.what, {}, {}, {}};
+    finding f{u.rule, severity::note, u.what, {}, {}, {}};
     for (const std::string_view field : u.changed) {
       const bool by_default = overlap_plan::holds_upstream_default(doc, c, field);
       if (!by_default) f.level = severity::warning;
@@ -360,6 +376,7 @@ judgement judge(const overlap_plan::bridge_config& c, const overlap_plan::docume
     }
     out.findings.push_back(std::move(f));
   }
+  if (!with_fixes) return out;
   // Errors are fixed on the settings upstream runs; the rules it let run, on the config as written.
   std::vector<finding*> enforced, lenient;
   for (std::size_t i = 0; i < out.findings.size(); ++i) (i < errors ? enforced : lenient).push_back(&out.findings[i]);
@@ -377,7 +394,7 @@ json finding_json(const finding& f, const overlap_plan::document& doc) {
   json fields = json::array();
   for (const std::string& p : f.fields)
     fields.push_back({{"path", p}, {"value", *overlap_plan::detail::find(doc.tree, p)}, {"at", doc.at(p)}, {"upstream_default", f.defaults.count(p) > 0}});
-  json out = {{"id", f.d.id}, {"message", f.d.message}, {"severity", to_string(f.level)}, {"fields", fields}, {"fixes", f.fixes}};
+  json out = {{"id", f.rule->id}, {"message", f.rule->message()}, {"severity", to_string(f.level)}, {"fields", fields}, {"fixes", f.fixes}};
   if (f.level != severity::error) {
     out["upstream"] = ov::rules::to_string(f.upstream);
     out["upstream_does"] = f.rule->upstream_does;
@@ -385,21 +402,24 @@ json finding_json(const finding& f, const overlap_plan::document& doc) {
   return out;
 }
 
-void print_finding(const finding& f, const overlap_plan::document& doc) {
-  std::cout << "  " << f.d << '\n';
-  for (const std::string& p : f.fields)
-    std::cout << "      at " << p << " = " << value_at(doc, p) << (f.defaults.count(p) ? ", upstream's default" : "")
-              << "  (" << doc.at(p) << ")\n";
-  if (f.level != severity::error) std::cout << "      upstream: " << f.rule->upstream_does << '\n';
-  if (!f.fixes.empty()) {
-    std::cout << "      fix: ";
-    for (std::size_t i = 0; i < f.fixes.size() && i < 4; ++i) std::cout << (i ? "  |  " : "") << f.fixes[i];
-    std::cout << '\n';
+/// A finding's line, then (unless `brief`) the config fields behind it, then what upstream does
+/// where it runs the config anyway, then (unless `brief`) its fixes.
+void print_finding(std::ostream& os, const finding& f, const overlap_plan::document& doc, bool brief = false) {
+  os << "  " << f.diagnostic() << '\n';
+  if (!brief)
+    for (const std::string& p : f.fields)
+      os << "      at " << p << " = " << value_at(doc, p) << (f.defaults.count(p) ? ", upstream's default" : "") << "  ("
+         << doc.at(p) << ")\n";
+  if (f.level != severity::error) os << "      upstream: " << f.rule->upstream_does << '\n';
+  if (!brief && !f.fixes.empty()) {
+    os << "      fix: ";
+    for (std::size_t i = 0; i < f.fixes.size() && i < 4; ++i) os << (i ? "  |  " : "") << f.fixes[i];
+    os << '\n';
   }
 }
 
 int run_check(const cli& args, const overlap_plan::document& doc, const overlap_plan::bridge_config& c) {
-  const judgement j = judge(c, doc);
+  const judgement j = judge(c, doc, /*with_fixes=*/true);
   const ov::report& rep = j.upstream.errors;  // the settings upstream runs: resolved, N rules
   const bool stops = j.stops(args.strict);
   if (args.json_output) {
@@ -433,13 +453,13 @@ int run_check(const cli& args, const overlap_plan::document& doc, const overlap_
   if (errors > 0) {
     std::cout << '\n' << errors << (errors == 1 ? " rule violated" : " rules violated") << " (upstream stops on it too):\n";
     for (const finding& f : j.findings)
-      if (f.level == severity::error) print_finding(f, doc);
+      if (f.level == severity::error) print_finding(std::cout, f, doc);
   }
   if (warnings > 0) {
     std::cout << '\n' << warnings << (warnings == 1 ? " warning" : " warnings")
               << ": upstream runs the config, but not as written" << (args.strict ? " (errors under --strict)" : " (--strict makes warnings errors)") << ":\n";
     for (const finding& f : j.findings)
-      if (f.level == severity::warning) print_finding(f, doc);
+      if (f.level == severity::warning) print_finding(std::cout, f, doc);
   }
   if (rep.resolved) {
     std::cout << (j.upstream.lenient.empty() ? "\nresolved settings:\n" : "\nresolved settings, as upstream runs the config:\n");
@@ -453,20 +473,12 @@ int run_check(const cli& args, const overlap_plan::document& doc, const overlap_
   const bool no_notes = rep.notes.empty() && j.count(severity::note) == 0;
   std::cout << "\nnotes:" << (no_notes ? " none" : "") << '\n';
   for (const finding& f : j.findings)
-    if (f.level == severity::note) print_finding(f, doc);
+    if (f.level == severity::note) print_finding(std::cout, f, doc);
   for (const ov::diagnostic& d : rep.notes) std::cout << "  " << d << '\n';
   return stops ? 1 : 0;
 }
 
 // ---- simulate -----------------------------------------------------------------------------------
-
-/// The node presets by name: the GPU names of `--gpu` that have one.
-const std::map<std::string, ov::sim::machine (*)()>& node_presets() {
-  static const std::map<std::string, ov::sim::machine (*)()> presets{
-      {"h100", ov::sim::h100_node},   {"h200", ov::sim::h200_node},   {"b200", ov::sim::b200_node},
-      {"b300", ov::sim::b300_node},   {"gb200", ov::sim::gb200_nvl72}, {"gb300", ov::sim::gb300_nvl72}};
-  return presets;
-}
 
 /// The node to simulate on: --machine, else the config's GPU where it has a preset (h100 when it
 /// names none). A GPU without a preset (a100) is an input error naming the way out, not a silent
@@ -518,13 +530,10 @@ json family_json(const ov::sim::per_family& v) {
 std::optional<overlap_plan::bridge_config> as_upstream_runs(const char* command, const cli& args,
                                                             const overlap_plan::document& doc,
                                                             const overlap_plan::bridge_config& c) {
-  const judgement j = judge(c, doc);
+  const judgement j = judge(c, doc, /*with_fixes=*/false);
   const auto say = [&](severity level) {
     for (const finding& f : j.findings)
-      if (f.level == level) {
-        std::cerr << "  " << f.d << '\n';
-        if (level != severity::error) std::cerr << "      upstream: " << f.rule->upstream_does << '\n';
-      }
+      if (f.level == level) print_finding(std::cerr, f, doc, /*brief=*/true);
   };
   if (j.stops(args.strict)) {
     std::cerr << "overlap-plan " << command << ": " << args.config << " breaks rules upstream enforces"
@@ -543,6 +552,7 @@ std::optional<overlap_plan::bridge_config> as_upstream_runs(const char* command,
               << "fp4 compute are not modelled)\n";
   overlap_plan::bridge_config out = c;
   out.settings = j.upstream.as_run;
+  out.upstream.lenient.clear();  // the settings upstream runs read as themselves
   return out;
 }
 

@@ -189,17 +189,16 @@ inline void write_svg_timeline(std::ostream& os, const std::vector<schedule::pro
     span_us = std::max(span_us, iv.end_us);
     bars.push_back({row_of.at({iv.rank, iv.stream}), iv.start_us, iv.end_us, c,
                     detail::interval_label(at, iv)});
-    by_rank[iv.rank][static_cast<std::size_t>(c)].push_back({iv.start_us, iv.end_us});
+    if (options.summary_lanes) by_rank[iv.rank][static_cast<std::size_t>(c)].push_back({iv.start_us, iv.end_us});
   }
   if (span_us <= 0) span_us = 1;
   // Exposed: a family's communication with no compute of its rank beside it, on any rank.
   std::array<std::vector<detail::span>, detail::num_categories> exposed;
-  if (options.summary_lanes)
-    for (auto& [rank, spans] : by_rank) {
-      const std::vector<detail::span> compute = detail::merged(std::move(spans[0]));
-      for (std::size_t c = 1; c < detail::num_categories; ++c)
-        for (const detail::span& e : detail::minus(detail::merged(std::move(spans[c])), compute)) exposed[c].push_back(e);
-    }
+  for (auto& [rank, spans] : by_rank) {
+    const std::vector<detail::span> compute = detail::merged(std::move(spans[0]));
+    for (std::size_t c = 1; c < detail::num_categories; ++c)
+      for (const detail::span& e : detail::minus(detail::merged(std::move(spans[c])), compute)) exposed[c].push_back(e);
+  }
   std::vector<std::size_t> lanes;  // the categories with exposed time, in category order
   for (std::size_t c = 1; c < detail::num_categories; ++c)
     if (!exposed[c].empty()) lanes.push_back(c);
