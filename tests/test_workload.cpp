@@ -142,7 +142,7 @@ TEST_CASE("selective recompute repeats core attention before its backward") {
   CHECK(index_of(p, again) < index_of(p, {.type = sc::op_type::attn_core_bprop, .at = {.layer = 1, .micro_batch = 1}}));
   using not_modelled = ov::config<ov::dp<2>, ov::recompute_granularity<ov::granularity::selective>,
                                   ov::recompute_modules<ov::module::mla_up_proj>>;
-  CHECK_THROWS_WITH_AS(not_modelled::schedule::generate(small_gqa()), doctest::Contains("mla_up_proj needs multi-latent attention"),
+  CHECK_THROWS_WITH_AS(not_modelled::schedule::generate(small_gqa()), doctest::Contains("the workload has no multi_latent_attention"),
                        std::invalid_argument);
 }
 

@@ -138,6 +138,13 @@ inline overlap::schedule::workload decode_workload(byte_reader& in) {
     *v = mode % 8 == 0 ? in.next<std::int32_t>() : mode % 8 == 1 ? 0 : (mode >> 3) * 8 % 256;
   }
   w.share_embeddings_and_output_weights = in.flag();
+  // Last, so that the corpus made before MLA keeps decoding as it did.
+  w.multi_latent_attention = in.flag();
+  if (w.multi_latent_attention)
+    for (int* v : {&w.q_lora_rank, &w.kv_lora_rank, &w.qk_head_dim, &w.qk_pos_emb_head_dim, &w.v_head_dim}) {
+      const auto mode = in.next<std::uint8_t>();
+      *v = mode % 8 == 0 ? in.next<std::int32_t>() : mode % 8 == 1 ? 0 : (mode >> 3) * 8 % 256;
+    }
   return w;
 }
 

@@ -28,6 +28,7 @@
 BOOST_HANA_ADAPT_STRUCT(overlap::schedule::workload, num_layers, micro_batches, seq_length, micro_batch_size,
                         hidden_size, ffn_hidden_size, num_attention_heads, num_query_groups, kv_channels,
                         vocab_size, share_embeddings_and_output_weights, moe_router_topk, moe_ffn_hidden_size,
+                        multi_latent_attention, q_lora_rank, kv_lora_rank, qk_head_dim, qk_pos_emb_head_dim, v_head_dim,
                         pipeline_layout, num_layers_in_first_pipeline_stage, num_layers_in_last_pipeline_stage,
                         account_for_embedding_in_pipeline_split, account_for_loss_in_pipeline_split);
 
@@ -334,9 +335,6 @@ inline constexpr unhonoured not_honoured[] = {
                                  "its tp_comm_overlap_cfg slot says", 1, true},
     {"model.tp_comm_overlap_rs", "per-GEMM TP switches (TP-15) are not modelled: every reduce-scatter is overlapped as "
                                  "its tp_comm_overlap_cfg slot says", 1, true},
-    {"model.multi_latent_attention", "multi-latent attention is not modelled: attention is simulated as "
-                                     "num_attention_heads heads of kv_channels (q/kv LoRA projections left out)"},
-    {"model.mtp_num_layers", "multi-token prediction layers are not modelled: the step has none", 0},
     {"model.moe_layer_freq", "dense layers among the MoE layers are not modelled: every layer is simulated as MoE"},
 };
 
@@ -594,7 +592,10 @@ inline bridge_config read_config(const document& doc, const read_options& opt = 
       if (field == "vocab_size") paths.insert(paths.begin(), "model.padded_vocab_size");
       const auto got = pick(field, places{paths});
       if (!got) {
-        const bool optional_field = field == "num_query_groups" || field == "kv_channels" ||
+        // MLA's sizes: a dump of a model without MLA may lack them (q_lora_rank null: none).
+        const bool mla = field == "multi_latent_attention" || field.find("lora_rank") != std::string_view::npos ||
+                         field.find("head_dim") != std::string_view::npos;
+        const bool optional_field = field == "num_query_groups" || field == "kv_channels" || mla ||
                                     field == "share_embeddings_and_output_weights" ||
                                     field == "moe_router_topk" || field == "moe_ffn_hidden_size" ||
                                     field == "pipeline_layout" || field.find("pipeline_s") != std::string_view::npos;

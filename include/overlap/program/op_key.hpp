@@ -74,6 +74,9 @@ constexpr bool is_communication(op_kind k) {
   X(shared_experts_wgrad, compute, none)                 \
   X(lm_head_fprop, compute, none)                        \
   X(lm_head_bprop, compute, none)                        \
+  X(mtp_proj_fprop, compute, none)                       \
+  X(mtp_proj_dgrad, compute, none)                       \
+  X(mtp_proj_wgrad, compute, none)                       \
   X(optimizer_step, compute, none)                       \
   X(tp_all_gather, collective, tp)                       \
   X(tp_reduce_scatter, collective, tp)                   \
@@ -138,9 +141,11 @@ constexpr op_kind kind_of(op_type t) { return detail::info(t).kind; }
 /// The family whose communication an op of type `t` is (none for compute).
 constexpr family family_of(op_type t) { return detail::info(t).family; }
 /// Whether `t` is one of the twelve GEMMs of a tensor-parallel layer (qkv, proj, fc1 and fc2,
-/// forward, input and weight gradient): what a TP communication op's `slot` may name.
+/// forward, input and weight gradient) or of a multi-token-prediction layer's projection: what a
+/// TP communication op's `slot` may name.
 constexpr bool is_tp_gemm(op_type t) {
   switch (t) {
+    case op_type::mtp_proj_fprop: case op_type::mtp_proj_dgrad: case op_type::mtp_proj_wgrad:
     case op_type::qkv_fprop: case op_type::qkv_dgrad: case op_type::qkv_wgrad:
     case op_type::proj_fprop: case op_type::proj_dgrad: case op_type::proj_wgrad:
     case op_type::fc1_fprop: case op_type::fc1_dgrad: case op_type::fc1_wgrad:

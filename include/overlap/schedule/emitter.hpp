@@ -36,6 +36,7 @@ constexpr op_type weights_of(op_type t) {
       return op_type::shared_experts_fprop;
     case op_type::embedding_fprop: case op_type::embedding_bprop: return op_type::embedding_fprop;
     case op_type::lm_head_fprop: case op_type::lm_head_bprop: return op_type::lm_head_fprop;
+    case op_type::mtp_proj_fprop: case op_type::mtp_proj_dgrad: case op_type::mtp_proj_wgrad: return op_type::mtp_proj_fprop;
     case op_type::layernorm_fprop: case op_type::layernorm_bprop: return op_type::layernorm_fprop;
     default: return op_type::none;
   }
@@ -46,7 +47,7 @@ constexpr op_type weights_of(op_type t) {
 constexpr op_type gradients_of(op_type t) {
   switch (t) {
     case op_type::qkv_wgrad: case op_type::proj_wgrad: case op_type::fc1_wgrad: case op_type::fc2_wgrad:
-    case op_type::router_bprop: case op_type::experts_wgrad: case op_type::shared_experts_wgrad:
+    case op_type::mtp_proj_wgrad: case op_type::router_bprop: case op_type::experts_wgrad: case op_type::shared_experts_wgrad:
     case op_type::embedding_bprop: case op_type::lm_head_bprop: case op_type::layernorm_bprop:
       return weights_of(t);
     default: return op_type::none;

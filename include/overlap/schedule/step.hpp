@@ -6,8 +6,9 @@
 /// MoE layer's MLP is routed experts (expert_parallel.hpp), with EP overlap pairing a forward with
 /// the next backward layer by layer; the data-parallel buckets (data_parallel.hpp, buckets.hpp)
 /// reduce gradients during the last micro-batch's backward and gather parameters ahead of the
-/// first forward. The first stage embeds the tokens; the last normalizes, projects to the
-/// vocabulary and takes the loss. Activation recompute adds the forward ops it repeats (keys with
+/// first forward. The first stage embeds the tokens; the last runs the multi-token-prediction
+/// layers (mtp_num_layers), normalizes, projects to the vocabulary and takes the loss, and does
+/// the same for each MTP layer. Activation recompute adds the forward ops it repeats (keys with
 /// `recompute`) right before the backward that needs them.
 ///
 /// `step_schedule<Cfg>` fixes at compile time which families a config type composes and which
@@ -58,6 +59,7 @@ struct recompute_policy {
   bool activation = false;      ///< selective: the routed experts' activation alone ("moe_act")
   bool norms = false;           ///< selective: the norms before attention and the MLP ("layernorm")
   bool shared_experts = false;  ///< selective: the shared experts
+  bool mla_up_proj = false;     ///< selective: MLA's up projections ("mla_up_proj")
   int full_layers = 0;          ///< full: recompute_num_layers
   bool uniform = true;          ///< full: groups of full_layers (uniform) or the first ones (block)
 
@@ -82,6 +84,7 @@ struct step_shape {
   /// layer count as the last entry: virtual stage v holds layers first[v] .. first[v + 1] - 1.
   std::vector<int> first{0, 1};
   bool moe = false, combined = false, dp = true;
+  int mtp = 0;  ///< multi-token-prediction layers, after the last virtual stage's layers
   moe_shape experts{};
   recompute_policy recompute{};
   int element_bytes = 2;
@@ -112,15 +115,32 @@ constexpr std::int64_t checked_sum(std::initializer_list<std::int64_t> terms) {
   return v;
 }
 
+/// The qkv slot's parameters (workload::qkv_parameters), or -1 when they do not fit in 64 bits.
+inline std::int64_t checked_qkv_parameters(const workload& w) {
+  const std::int64_t hidden = w.hidden_size, heads = w.num_attention_heads;
+  if (!w.multi_latent_attention) {
+    const std::int64_t head = w.kv_channels > 0 ? w.kv_channels : hidden / heads;
+    const std::int64_t groups = w.num_query_groups > 0 ? w.num_query_groups : heads;
+    return checked_product(hidden, checked_sum({checked_product(heads, head), checked_product({2, groups, head})}));
+  }
+  const std::int64_t q_in = w.q_lora_rank > 0 ? w.q_lora_rank : hidden;
+  return checked_sum({w.q_lora_rank > 0 ? checked_product(w.q_lora_rank, hidden + 1) : 0,
+                      checked_product(std::int64_t{w.kv_lora_rank} + w.qk_pos_emb_head_dim, hidden), w.kv_lora_rank,
+                      checked_product({q_in, heads, std::int64_t{w.qk_head_dim} + w.qk_pos_emb_head_dim}),
+                      checked_product({w.kv_lora_rank, heads, std::int64_t{w.qk_head_dim} + w.v_head_dim})});
+}
+
 /// What of the workload's byte and parameter counts does not fit in 64 bits (whole tensors of
 /// the whole model at 64 bytes each: Adam's 16 bytes of state per parameter, fp32 gradients, and
 /// headroom for the generators' sums and multiples); empty when all do. Sizes must be positive.
 inline std::string workload_overflow(const workload& w, int experts, int shared_ffn) {
   const std::int64_t hidden = w.hidden_size, tokens = checked_product(w.seq_length, w.micro_batch_size);
-  const std::int64_t head = w.kv_channels > 0 ? w.kv_channels : hidden / w.num_attention_heads;
-  const std::int64_t groups = w.num_query_groups > 0 ? w.num_query_groups : w.num_attention_heads;
+  // The widest head: GQA's, or MLA's query/key (with its rotary part) or value.
+  const std::int64_t head = w.multi_latent_attention
+                                ? std::max(std::int64_t{w.qk_head_dim} + w.qk_pos_emb_head_dim, std::int64_t{w.v_head_dim})
+                                : w.kv_channels > 0 ? w.kv_channels : hidden / w.num_attention_heads;
   const std::int64_t query = checked_product(w.num_attention_heads, head);
-  const std::int64_t qkv = checked_product(hidden, checked_sum({query, checked_product({2, groups, head})}));
+  const std::int64_t qkv = checked_qkv_parameters(w);
   const std::int64_t mlp = experts > 0 ? checked_sum({checked_product({experts, 3, hidden, w.moe_ffn_hidden_size}),
                                                       checked_product({3, hidden, shared_ffn}),
                                                       checked_product(hidden, experts)})
@@ -143,8 +163,6 @@ inline std::string workload_overflow(const workload& w, int experts, int shared_
 /// `gemm_shape::most`, bounded before tensor parallelism divides them; empty when all are within.
 inline std::string oversized_sides(const workload& w) {
   const std::int64_t tokens = checked_product(w.seq_length, w.micro_batch_size);
-  const std::int64_t head = w.kv_channels > 0 ? w.kv_channels : w.hidden_size / w.num_attention_heads;
-  const std::int64_t groups = w.num_query_groups > 0 ? w.num_query_groups : w.num_attention_heads;
   std::string text;
   const auto side = [&](std::int64_t v, const char* what) {
     if (v < 0 || v > gemm_shape::most)
@@ -152,8 +170,8 @@ inline std::string oversized_sides(const workload& w) {
               (v < 0 ? std::string("beyond 64 bits") : std::to_string(v));
   };
   side(tokens, "the tokens of a micro-batch (seq_length x micro_batch_size)");
-  side(checked_sum({checked_product(w.num_attention_heads, head), checked_product({2, groups, head})}),
-       "the qkv projection's width");
+  const std::int64_t qkv = checked_qkv_parameters(w);
+  side(qkv < 0 ? -1 : (qkv + w.hidden_size - 1) / w.hidden_size, "the qkv projection's width");
   side(checked_product(2, std::max(w.ffn_hidden_size, w.moe_ffn_hidden_size)), "fc1's width (2 x ffn)");
   side(checked_product(w.num_attention_heads, w.micro_batch_size), "attention's heads x micro_batch_size");
   side(checked_product(tokens, std::max(1, w.moe_router_topk)), "the routed rows (tokens x moe_router_topk)");
@@ -175,10 +193,13 @@ inline step_shape shape_of(const settings& s, const resolved_settings& r, const 
   const bool positive = w.num_layers > 0 && w.micro_batches > 0 && w.seq_length > 0 && w.micro_batch_size > 0 &&
                         w.hidden_size > 0 && w.ffn_hidden_size > 0 && w.num_attention_heads > 0 &&
                         w.vocab_size > 0 && w.num_query_groups >= 0 && w.kv_channels >= 0 &&
-                        w.moe_router_topk >= 0 && w.moe_ffn_hidden_size >= 0;
+                        w.moe_router_topk >= 0 && w.moe_ffn_hidden_size >= 0 &&
+                        (!w.multi_latent_attention || (w.q_lora_rank >= 0 && w.kv_lora_rank > 0 && w.qk_head_dim > 0 &&
+                                                       w.qk_pos_emb_head_dim >= 0 && w.v_head_dim > 0));
   need(positive,
        "workload sizes must be positive (num_query_groups and kv_channels: 0 for the default; moe_router_topk and "
-       "moe_ffn_hidden_size: 0 on a dense model)");
+       "moe_ffn_hidden_size: 0 on a dense model; with multi_latent_attention q_lora_rank 0 for none and "
+       "qk_pos_emb_head_dim 0 for no rotary part)");
   const auto fail = [&] {
     std::string message = "compose_step: " + std::to_string(problems.size()) +
                           (problems.size() == 1 ? " problem: " : " problems: ");
@@ -212,12 +233,17 @@ inline step_shape shape_of(const settings& s, const resolved_settings& r, const 
   need(k.chunks == 1 || w.micro_batches % pp == 0,
        "the interleaved schedule needs micro_batches (" + std::to_string(w.micro_batches) +
            ") to be a multiple of pp (" + std::to_string(pp) + ")");
-  need(w.num_attention_heads % tp == 0 && w.query_groups() % tp == 0,
-       "num_attention_heads and num_query_groups must be multiples of tp (" + std::to_string(tp) + ")");
-  need(w.kv_channels > 0 || w.hidden_size % w.num_attention_heads == 0,
-       "hidden_size must be a multiple of num_attention_heads, or set kv_channels");
-  need(w.num_query_groups == 0 || w.num_attention_heads % w.num_query_groups == 0,
-       "num_attention_heads must be a multiple of num_query_groups");
+  if (w.multi_latent_attention) {  // MLA's heads each have their own keys: no groups, no kv_channels
+    need(w.num_attention_heads % tp == 0,
+         "num_attention_heads must be a multiple of tp (" + std::to_string(tp) + ")");
+  } else {
+    need(w.num_attention_heads % tp == 0 && w.query_groups() % tp == 0,
+         "num_attention_heads and num_query_groups must be multiples of tp (" + std::to_string(tp) + ")");
+    need(w.kv_channels > 0 || w.hidden_size % w.num_attention_heads == 0,
+         "hidden_size must be a multiple of num_attention_heads, or set kv_channels");
+    need(w.num_query_groups == 0 || w.num_attention_heads % w.num_query_groups == 0,
+         "num_attention_heads must be a multiple of num_query_groups");
+  }
   need(w.ffn_hidden_size % tp == 0, "ffn_hidden_size must be a multiple of tp");
   if (k.moe) {
     need(w.moe_router_topk > 0 && w.moe_router_topk <= experts,
@@ -241,7 +267,7 @@ inline step_shape shape_of(const settings& s, const resolved_settings& r, const 
   need(sides.empty(), "matrix problems beyond 2^31 a side (gemm_shape::most): " + sides + "; use smaller sizes");
   // The world fits (L-5); what it generates must too.
   const std::int64_t passes = checked_product(
-      {std::int64_t{tp} * data * pp, std::int64_t{most_per_stage} + 2, w.micro_batches, 2});
+      {std::int64_t{tp} * data * pp, std::int64_t{most_per_stage} + 2 + s.mtp_num_layers.value_or(0), w.micro_batches, 2});
   need(passes >= 0 && passes <= max_layer_passes,
        "the step is too large to generate: ranks x (layers per stage + 2) x micro_batches x 2 is over " +
            std::to_string(max_layer_passes) + " layer passes; plan a smaller model, fewer micro-batches or fewer ranks");
@@ -254,8 +280,10 @@ inline step_shape shape_of(const settings& s, const resolved_settings& r, const 
     k.recompute.activation = s.recompute_modules.contains(module::moe_act);
     k.recompute.norms = s.recompute_modules.contains(module::layernorm);
     k.recompute.shared_experts = s.recompute_modules.contains(module::shared_experts);
-    need(!s.recompute_modules.contains(module::mla_up_proj),
-         "recompute_modules: mla_up_proj needs multi-latent attention, which the schedule does not model");
+    k.recompute.mla_up_proj = s.recompute_modules.contains(module::mla_up_proj);
+    need(!k.recompute.mla_up_proj || w.multi_latent_attention,
+         "recompute_modules: mla_up_proj recomputes multi-latent attention's up projections; the workload has no "
+         "multi_latent_attention");
   }
   if (s.recompute_granularity == granularity::full) {
     k.recompute.full_layers = s.recompute_num_layers.value_or(1);
@@ -267,6 +295,7 @@ inline step_shape shape_of(const settings& s, const resolved_settings& r, const 
   k.first.assign(1, 0);
   for (const int n : split) k.first.push_back(k.first.back() + n);
   k.micro_batches = w.micro_batches;
+  k.mtp = s.mtp_num_layers.value_or(0);
   k.combined = ep > 1 && r.overlap_moe_expert_parallel_comm;
   k.dp = on.dp;
   k.experts = {.experts = experts,
@@ -298,7 +327,8 @@ class rank_builder {
     const int stage = at_.stage, pp = L.pp();
     compute_ = e_.add_stream(stream_role::compute, 0);
     tp_.emplace(e_, compute_, L.tensor_parallel(at_), at_.tp, w_, k_.element_bytes, r_.tp_comm_overlap_cfg,
-                selective_recompute{k_.recompute.core_attention, k_.recompute.mlp, k_.recompute.norms});
+                selective_recompute{k_.recompute.core_attention, k_.recompute.mlp, k_.recompute.norms,
+                                    k_.recompute.mla_up_proj});
     if (k_.moe) moe_.emplace(e_, compute_, L.expert_parallel(at_), w_, L.tp(), k_.element_bytes, k_.experts);
     dp_.emplace(e_, compute_, dp_plan_of(), s_, r_, k_.micro_batches, k_.element_bytes);
     // Parameters are waited for right before the op that first reads them, and a bucket reduces
@@ -343,11 +373,19 @@ class rank_builder {
   std::size_t virtual_stage(int chunk) const { return static_cast<std::size_t>(chunk * k_.ranks.pp() + at_.stage); }
   int layers(int chunk) const { return k_.first[virtual_stage(chunk) + 1] - k_.first[virtual_stage(chunk)]; }
   int global(int chunk, int j) const { return k_.first[virtual_stage(chunk)] + j; }
-  /// Chunk-local index of what computes with parameters: embedding, layers, output layer.
+  /// Chunk-local index of what computes with parameters: embedding, layers, MTP layers, output
+  /// layer (Megatron-Core's order of registration).
   int holder(int chunk, int j) const { return (embeds(chunk) ? 1 : 0) + j; }
-  int head_holder(int chunk) const { return holder(chunk, layers(chunk)); }
+  int mtp_here(int chunk) const { return heads(chunk) ? k_.mtp : 0; }
+  int head_holder(int chunk) const { return holder(chunk, layers(chunk) + mtp_here(chunk)); }
+  /// Multi-token-prediction layer i is the transformer layer `mtp_layer(i)` after the model's:
+  /// its projection writes that layer's input from the hidden state `mtp_layer(i) - 1` (the
+  /// model's output, or MTP layer i - 1's), and its own final norm and output layer read its
+  /// output `mtp_layer(i) + 1`.
+  int mtp_layer(int i) const { return w_.num_layers + 2 * i + 1; }
   /// The chunk and chunk-local holder of a compute op's parameters.
   int chunk_of(const op_key& k) const {
+    if (k.at.layer >= w_.num_layers) return k_.chunks - 1;  // an MTP layer's
     if (k.at.layer >= 0) {
       const auto v = std::upper_bound(k_.first.begin(), k_.first.end(), k.at.layer) - k_.first.begin() - 1;
       return static_cast<int>(v) / k_.ranks.pp();
@@ -355,6 +393,8 @@ class rank_builder {
     return k.type == op_type::embedding_fprop || k.type == op_type::embedding_bprop ? 0 : k_.chunks - 1;
   }
   int holder_of(const op_key& k) const {
+    const int last = k_.chunks - 1;
+    if (k.at.layer >= w_.num_layers) return holder(last, layers(last) + (k.at.layer - w_.num_layers - 1) / 2);
     if (k.at.layer >= 0) return holder(chunk_of(k), k.at.layer - global(chunk_of(k), 0));
     const bool embedding = k.type == op_type::embedding_fprop || k.type == op_type::embedding_bprop;
     return embedding ? 0 : head_holder(k_.chunks - 1);
@@ -363,6 +403,28 @@ class rank_builder {
   /// The parameters the output layer computes with: its own, or the shared embedding's.
   op_type head_weights() const {
     return share_embedding() && k_.ranks.pp() == 1 ? op_type::embedding_fprop : op_type::lm_head_fprop;
+  }
+
+  /// The tensors of transformer layer `l` (of holder `h`), in model order.
+  void layer_tensors(std::vector<parameter_tensor>& t, int h, int l) const {
+    const int tp = k_.ranks.tp(), ep = k_.ranks.ep();
+    // A norm is fused into the GEMM after it (TE's LayerNormLinear): that GEMM reads it first.
+    const auto add = [&](op_type of, std::int64_t n, op_type used_by, bool expert = false) {
+      if (n > 0) t.push_back({of, h, l, n, expert, used_by});
+    };
+    const op_type mlp_in = k_.moe ? op_type::router_fprop : op_type::fc1_fprop;
+    add(op_type::layernorm_fprop, w_.norm_parameters(), op_type::qkv_fprop);
+    add(op_type::qkv_fprop, w_.qkv_local_parameters(tp), op_type::qkv_fprop);
+    add(op_type::proj_fprop, w_.proj_parameters() / tp, op_type::proj_fprop);
+    add(op_type::layernorm_fprop, w_.norm_parameters(), mlp_in);
+    if (k_.moe) {
+      add(op_type::router_fprop, w_.router_parameters(k_.experts.experts), op_type::router_fprop);
+      add(op_type::shared_experts_fprop, w_.expert_parameters(k_.experts.shared_ffn) / tp, op_type::shared_experts_fprop);
+      add(op_type::experts_fprop, moe_builder::expert_parameters(w_, k_.experts, ep, tp), op_type::experts_fprop, ep > 1);
+    } else {
+      add(op_type::fc1_fprop, w_.fc1_parameters() / tp, op_type::fc1_fprop);
+      add(op_type::fc2_fprop, w_.fc2_parameters() / tp, op_type::fc2_fprop);
+    }
   }
 
   dp_plan dp_plan_of() const {
@@ -374,27 +436,13 @@ class rank_builder {
       auto& t = plan.chunks.emplace_back();
       if (embeds(c))
         t.push_back({op_type::embedding_fprop, 0, -1, w_.embedding_parameters() / tp, false, op_type::embedding_fprop});
-      for (int j = 0; j < layers(c); ++j) {
-        const int h = holder(c, j), l = global(c, j);
-        // A norm is fused into the GEMM after it (TE's LayerNormLinear): that GEMM reads it first.
-        const auto add = [&](op_type of, std::int64_t n, op_type used_by, bool expert = false) {
-          if (n > 0) t.push_back({of, h, l, n, expert, used_by});
-        };
-        const op_type mlp_in = k_.moe ? op_type::router_fprop : op_type::fc1_fprop;
-        add(op_type::layernorm_fprop, w_.norm_parameters(), op_type::qkv_fprop);
-        add(op_type::qkv_fprop, w_.qkv_parameters() / tp, op_type::qkv_fprop);
-        add(op_type::proj_fprop, w_.proj_parameters() / tp, op_type::proj_fprop);
-        add(op_type::layernorm_fprop, w_.norm_parameters(), mlp_in);
-        if (k_.moe) {
-          add(op_type::router_fprop, w_.router_parameters(k_.experts.experts), op_type::router_fprop);
-          add(op_type::shared_experts_fprop, w_.expert_parameters(k_.experts.shared_ffn) / tp,
-              op_type::shared_experts_fprop);
-          add(op_type::experts_fprop, moe_builder::expert_parameters(w_, k_.experts, ep, tp), op_type::experts_fprop,
-              ep > 1);
-        } else {
-          add(op_type::fc1_fprop, w_.fc1_parameters() / tp, op_type::fc1_fprop);
-          add(op_type::fc2_fprop, w_.fc2_parameters() / tp, op_type::fc2_fprop);
-        }
+      for (int j = 0; j < layers(c); ++j) layer_tensors(t, holder(c, j), global(c, j));
+      for (int i = 0; i < mtp_here(c); ++i) {
+        const int h = holder(c, layers(c) + i), l = mtp_layer(i);
+        t.push_back({op_type::mtp_proj_fprop, h, l, w_.mtp_projection_parameters() / tp + w_.mtp_norm_parameters(), false,
+                     op_type::mtp_proj_fprop});
+        layer_tensors(t, h, l);
+        t.push_back({op_type::layernorm_fprop, h, l, w_.norm_parameters(), false, op_type::layernorm_fprop});
       }
       if (heads(c)) {
         t.push_back({op_type::layernorm_fprop, head_holder(c), -1, w_.norm_parameters(), false, op_type::layernorm_fprop});
@@ -474,20 +522,47 @@ class rank_builder {
                {e_.buffer(activation_grad(0, mb)), grads(op_type::embedding_fprop)},
                {grads(op_type::embedding_fprop)}, 3 * hidden_bytes());
   }
-  /// Final norm, output layer and loss of micro-batch `mb` (vocabulary-parallel over tp).
+  /// The multi-token-prediction layers, then the final norm, output layer and loss of
+  /// micro-batch `mb`, then each MTP layer's (vocabulary-parallel over tp, sharing the output
+  /// layer's weights).
   void head_forward(int mb) {
-    const int l = w_.num_layers;
-    const location at{.micro_batch = mb};
+    for (int i = 0; i < k_.mtp; ++i) {
+      const int l = mtp_layer(i);
+      tp_->mtp_projection_forward({.layer = l, .micro_batch = mb}, e_.buffer(activation(l - 1, mb)),
+                                  e_.buffer(activation(l, mb)));
+      forward(l, mb);
+      if (moe_) moe_->flush();
+    }
+    output_forward(w_.num_layers, {.micro_batch = mb});
+    for (int i = 0; i < k_.mtp; ++i) output_forward(mtp_layer(i) + 1, {.layer = mtp_layer(i), .micro_batch = mb});
+  }
+  /// Backward of `head_forward`, the MTP layers from the last: each MTP layer's gradient reaches
+  /// the hidden state before it, which the output layer's gradient there adds to.
+  void head_backward(int mb) {
+    for (int i = k_.mtp; i-- > 0;) {
+      const int l = mtp_layer(i);
+      output_backward(l + 1, {.layer = l, .micro_batch = mb}, i + 1 < k_.mtp);
+      backward(l, mb);
+      if (moe_) moe_->flush();
+      tp_->mtp_projection_backward({.layer = l, .micro_batch = mb}, e_.buffer(activation_grad(l, mb)),
+                                   e_.buffer(activation(l - 1, mb)), e_.buffer(activation_grad(l - 1, mb)));
+    }
+    output_backward(w_.num_layers, {.micro_batch = mb}, k_.mtp > 0);
+  }
+  /// A final norm (the model's, or at an MTP layer's location its own) over the hidden state
+  /// `hidden`, the output layer and the loss (fused). Vocabulary-parallel over tp: tokens x
+  /// hidden times hidden x vocab / tp.
+  void output_forward(int hidden, location at) {
     const int normed = e_.buffer({.kind = buffer_kind::workspace, .of = op_type::layernorm_fprop, .at = at});
     e_.compute(compute_, {.type = op_type::layernorm_fprop, .at = at}, 0,
-               {e_.buffer(activation(l, mb)), params(op_type::layernorm_fprop)}, {normed}, 2 * hidden_bytes());
-    // Vocabulary-parallel over tp: tokens x hidden times hidden x vocab / tp (the loss is fused).
+               {e_.buffer(activation(hidden, at.micro_batch)), e_.buffer(parameters(op_type::layernorm_fprop, at.layer))},
+               {normed}, 2 * hidden_bytes());
     e_.gemm(compute_, {.type = op_type::lm_head_fprop, .at = at}, {w_.tokens(), w_.vocab_size / k_.ranks.tp(), w_.hidden_size},
             {normed, params(head_weights())}, {e_.buffer({.kind = buffer_kind::loss, .at = at})});
   }
-  void head_backward(int mb) {
-    const int l = w_.num_layers;
-    const location at{.micro_batch = mb};
+  /// Its backward; `adds` when the gradient of `hidden` holds another's already (an MTP layer's).
+  void output_backward(int hidden, location at, bool adds) {
+    const int mb = at.micro_batch;
     const double flops = 2 * w_.gemm_flops(w_.embedding_parameters()) / k_.ranks.tp();
     const int normed_grad = e_.buffer({.kind = buffer_kind::workspace, .of = op_type::lm_head_bprop, .at = at});
     e_.compute(compute_, {.type = op_type::lm_head_bprop, .at = at}, flops,
@@ -495,9 +570,11 @@ class rank_builder {
                 e_.buffer({.kind = buffer_kind::workspace, .of = op_type::layernorm_fprop, .at = at}),
                 params(head_weights()), grads(head_weights())},
                {normed_grad, grads(head_weights())});
-    e_.compute(compute_, {.type = op_type::layernorm_bprop, .at = at}, 0,
-               {normed_grad, e_.buffer(activation(l, mb)), grads(op_type::layernorm_fprop)},
-               {e_.buffer(activation_grad(l, mb)), grads(op_type::layernorm_fprop)}, 3 * hidden_bytes());
+    const int norm_grads = e_.buffer(gradients(op_type::layernorm_fprop, at.layer)), out = e_.buffer(activation_grad(hidden, mb));
+    buffer_list reads{normed_grad, e_.buffer(activation(hidden, mb)), norm_grads};
+    if (adds) reads.push_back(out);
+    e_.compute(compute_, {.type = op_type::layernorm_bprop, .at = at}, 0, std::move(reads), {out, norm_grads},
+               (adds ? 4 : 3) * hidden_bytes());
   }
 
   const step_shape& k_;
@@ -546,7 +623,8 @@ inline std::vector<program> expert_parallel_step(const settings& s, const resolv
 }
 
 /// The op types the programs of a configuration can contain (whatever the workload, except that
-/// MoE types need experts in the settings).
+/// MoE types need experts in the settings, and MTP's projection mtp_num_layers). Multi-latent
+/// attention, a workload size, runs as the same types.
 constexpr op_type_set used_op_types(const settings& s, const resolved_settings& r) {
   op_type_set t;
   for (const op_type c : {op_type::embedding_fprop, op_type::embedding_bprop, op_type::layernorm_fprop,
@@ -556,6 +634,7 @@ constexpr op_type_set used_op_types(const settings& s, const resolved_settings& 
                           op_type::optimizer_step, op_type::event_record, op_type::event_wait})
     t.add(c);
   const bool moe = s.num_moe_experts.value_or(0) > 0;
+  if (s.mtp_num_layers.value_or(0) > 0) t.add(op_type::mtp_proj_fprop).add(op_type::mtp_proj_dgrad).add(op_type::mtp_proj_wgrad);
   if (!moe)
     for (const op_type c : {op_type::fc1_fprop, op_type::fc1_dgrad, op_type::fc1_wgrad, op_type::fc2_fprop,
                             op_type::fc2_dgrad, op_type::fc2_wgrad})

@@ -12,6 +12,7 @@
 /// - bulk (dgrad/wgrad slots): the collective runs on the tp stream next to the GEMM that does
 ///   not need it;
 /// - none (TP overlap off): all-gather, GEMM and reduce-scatter in sequence on the compute stream.
+/// A multi-token-prediction layer's projection runs as `none`.
 /// Every op declares its buffers: the layer's input and output activations (and gradients), the
 /// layer's parameters and gradients, and its intermediates (gathered inputs, ring chunks, partial
 /// outputs), so the verifier checks the data flow of every slot.
@@ -38,6 +39,7 @@ inline constexpr std::int64_t add_norm_tensors = 5, add_norm_backward_tensors = 
 /// them, as TE's LayerNormLinear fuses them (their bytes move with that GEMM's module).
 struct selective_recompute {
   bool core_attention = false, mlp = false, layernorm = false;
+  bool mla_up_proj = false;  ///< MLA's up projections and their rotary embedding ("mla_up_proj")
 };
 
 class tp_builder {
@@ -89,6 +91,7 @@ class tp_builder {
   void attention_backward(int l, int mb, int grad, int saved, int out, bool defer_wgrad = false) {
     const location at{.layer = l, .micro_batch = mb};
     recompute_ = true;
+    if (selective_.mla_up_proj) up_projections_again(at, saved);
     if (selective_.core_attention)
       attention_core(op_type::attn_core_fprop, at, {ws(op_type::qkv_fprop, at)}, {ws(op_type::attn_core_fprop, at)});
     recompute_ = false;
@@ -101,6 +104,39 @@ class tp_builder {
     column_backward(op_type::qkv_wgrad, op_type::qkv_dgrad, slots_.qkv_wgrad, slots_.qkv_dgrad, at, core,
                     saved, gemm(w_.qkv_parameters()), defer_wgrad, out);
   }
+  /// A multi-token-prediction layer's projection (Core's eh_proj) forward: the embedding of the
+  /// tokens one ahead and the hidden state `in`, each normed, side by side (2 x hidden) projected
+  /// to hidden into `out`. Column-parallel: its input gathered over the sequence, its output over
+  /// the hidden dimension (then cut back to this rank's part of the sequence, which moves
+  /// nothing). No userbuffer slot serves it: the collectives run in line on the compute stream.
+  void mtp_projection_forward(location at, int in, int out) {
+    const double flops = gemm(w_.mtp_projection_parameters());
+    if (tp_ == 1) {
+      gemm_op(op_type::mtp_proj_fprop, at, flops, {in}, out);
+      return;
+    }
+    const int gathered = gathered_input(op_type::mtp_proj_fprop, at, in), part = ws(op_type::mtp_proj_fprop, at);
+    collective(compute_, collective::all_gather, op_type::mtp_proj_fprop, at, gathered_bytes(op_type::mtp_proj_fprop),
+               in, gathered);
+    gemm_op(op_type::mtp_proj_fprop, at, flops, {gathered}, part);
+    collective(compute_, collective::all_gather, op_type::mtp_proj_fprop, at, w_.tokens() * w_.hidden_size * element_bytes_,
+               part, out);
+  }
+  /// Its backward from `grad`, the gradient of `out`, with `saved` the forward's input: the
+  /// gradient gathered over the sequence (its hidden-dimension split moves nothing), then the
+  /// column-parallel backward into `out`, the gradient of `saved` (the norms' and the
+  /// embedding's backward with its input gradient GEMM).
+  void mtp_projection_backward(location at, int grad, int saved, int out) {
+    int gathered = grad;
+    if (tp_ > 1) {
+      gathered = ws(op_type::mtp_proj_dgrad, at);
+      collective(compute_, collective::all_gather, op_type::mtp_proj_dgrad, at,
+                 w_.tokens() * w_.hidden_size * element_bytes_, grad, gathered);
+    }
+    column_backward(op_type::mtp_proj_wgrad, op_type::mtp_proj_dgrad, unoverlapped, unoverlapped, at, gathered, saved,
+                    gemm(w_.mtp_projection_parameters()), false, out);
+  }
+
   /// The weight gradients `attention_backward` held back (delay_wgrad_compute); a bulk dgrad
   /// reduce-scatter left running runs under them, and the compute stream takes it back after.
   void attention_wgrad() {
@@ -131,10 +167,11 @@ class tp_builder {
     return {.type = type, .slot = slot, .at = at, .recompute = recompute_};
   }
   /// Core attention on this rank's heads over the whole sequence (causal). FlashAttention's
-  /// convention: the backward is 2.5 forwards (five matmuls to two, QK^T again).
+  /// convention: the backward is 2.5 forwards (five matmuls to two, QK^T again). The problem's
+  /// head size is the mean of the query/key and value widths (MLA's differ), which gives its flops.
   void attention_core(op_type type, location at, std::vector<int> reads, std::vector<int> writes) {
     const double forward = w_.attention_core_flops() / tp_;
-    const gemm_shape shape{w_.seq_length, w_.seq_length, w_.head_size(),
+    const gemm_shape shape{w_.seq_length, w_.seq_length, (w_.query_head_dim() + w_.value_head_dim()) / 2,
                            std::int64_t{w_.micro_batch_size} * w_.num_attention_heads / tp_};
     e_.compute(compute_, key(type, at), type == op_type::attn_core_bprop ? 2.5 * forward : forward, std::move(reads),
                std::move(writes), 0, shape);
@@ -142,17 +179,21 @@ class tp_builder {
   /// The GEMM `type` on this rank over the whole micro-batch: forward m x k (tokens x input
   /// features) times k x n; its dgrad multiplies by the transposed weight, its wgrad the
   /// transposed input by the output gradient.
+  /// MLA's qkv slot is its four projections as one GEMM of their summed flops: the hidden state
+  /// times a weight of as many columns as its parameters over hidden_size.
   gemm_shape shape_of(op_type type) const {
-    const std::int64_t t = w_.tokens(), h = w_.hidden_size, q = w_.query_width(),
-                       kv = 2 * w_.query_groups() * w_.head_size(), f = w_.ffn_hidden_size;
+    const std::int64_t t = w_.tokens(), h = w_.hidden_size, f = w_.ffn_hidden_size;
     const op_type weights = weights_of(type);
-    const gemm_shape fwd = weights == op_type::qkv_fprop    ? gemm_shape{t, (q + kv) / tp_, h}
-                           : weights == op_type::proj_fprop ? gemm_shape{t, h, q / tp_}
+    const std::int64_t qkv = w_.multi_latent_attention ? (w_.qkv_parameters() + h * tp_ - 1) / (h * tp_)
+                                                       : w_.qkv_parameters() / h / tp_;
+    const gemm_shape fwd = weights == op_type::qkv_fprop        ? gemm_shape{t, qkv, h}
+                           : weights == op_type::proj_fprop     ? gemm_shape{t, h, w_.attention_output_width() / tp_}
+                           : weights == op_type::mtp_proj_fprop ? gemm_shape{t, h / tp_, 2 * h}
                            : weights == op_type::fc1_fprop  ? gemm_shape{t, 2 * f / tp_, h}
                                                             : gemm_shape{t, h, f / tp_};
     if (type == weights) return fwd;
     const bool wgrad = type == op_type::qkv_wgrad || type == op_type::proj_wgrad || type == op_type::fc1_wgrad ||
-                       type == op_type::fc2_wgrad;
+                       type == op_type::fc2_wgrad || type == op_type::mtp_proj_wgrad;
     return wgrad ? gemm_shape{fwd.k, fwd.n, fwd.m} : gemm_shape{fwd.m, fwd.k, fwd.n};
   }
   /// The bytes the memory-bound kernels of GEMM `type`'s module move, which run before or after
@@ -163,10 +204,13 @@ class tp_builder {
   /// - fc2_fprop: the SwiGLU between fc1 and fc2 (read 2 f, write f);
   /// - fc2_dgrad: the SwiGLU's backward (read the gradient and the saved 2 f, write 2 f);
   /// - fc1_dgrad, qkv_dgrad: their backwards (`add_norm_backward_tensors`); qkv also the rotary
-  ///   backward; with the norms recomputed, their forward again (read 1, write 1).
+  ///   backward; with the norms recomputed, their forward again (read 1, write 1);
+  /// - mtp_proj_fprop: the embedding lookup (read and write), the two norms (read and write each)
+  ///   and the concatenation (read 2, write 2); mtp_proj_dgrad: the norms' backwards (3 each)
+  ///   and the embedding's gradient (read the gradient, add into the rows: 3).
   std::int64_t module_bytes(op_type type) const {
     const std::int64_t t = w_.tokens(), local = t / tp_, h = w_.hidden_size, f = w_.ffn_hidden_size / tp_;
-    const std::int64_t rope = 2 * t * (w_.query_width() + w_.query_groups() * w_.head_size()) / tp_;
+    const std::int64_t rope = 2 * t * w_.rotary_width() / tp_;
     std::int64_t elements = 0;
     switch (type) {
       case op_type::qkv_fprop: elements = add_norm_tensors * local * h + rope; break;
@@ -175,6 +219,8 @@ class tp_builder {
       case op_type::fc2_dgrad: elements = 5 * t * f; break;
       case op_type::fc1_dgrad: elements = (add_norm_backward_tensors + norm_again()) * local * h; break;
       case op_type::qkv_dgrad: elements = (add_norm_backward_tensors + norm_again()) * local * h + rope; break;
+      case op_type::mtp_proj_fprop: elements = 10 * local * h; break;
+      case op_type::mtp_proj_dgrad: elements = 9 * local * h; break;
       default: break;
     }
     return elements * element_bytes_;
@@ -198,8 +244,25 @@ class tp_builder {
     reads.push_back(grads(type, at.layer));
     e_.gemm(compute_, key(type, at), shape_of(type), std::move(reads), {grads(type, at.layer)});
   }
-  /// The activations of the whole sequence: what an all-gather produces.
-  std::int64_t gathered_bytes() const { return w_.tokens() * w_.hidden_size * element_bytes_; }
+  /// What the all-gather of GEMM `type`'s slot produces, and its reduce-scatter consumes: the
+  /// whole sequence of the hidden state, or of MLA's latents around the qkv slot.
+  std::int64_t gathered_bytes(op_type type) const {
+    const op_type weights = weights_of(type);
+    const std::int64_t width = weights == op_type::qkv_fprop        ? w_.qkv_gathered_width()
+                               : weights == op_type::mtp_proj_fprop ? 2 * std::int64_t{w_.hidden_size}
+                                                                    : w_.hidden_size;
+    return w_.tokens() * width * element_bytes_;
+  }
+  /// MLA's up projections again from the latents the forward gathered (`saved` with tp 1), with
+  /// the rotary embedding they feed, before the backward that needs their output (recompute
+  /// "mla_up_proj"): one GEMM of their flops over the latents' width.
+  void up_projections_again(location at, int saved) {
+    const std::int64_t latent = w_.qkv_gathered_width();
+    const gemm_shape shape{w_.tokens(), (w_.mla_up_parameters() + latent * tp_ - 1) / (latent * tp_), latent};
+    const int input = tp_ > 1 ? e_.buffer({.kind = buffer_kind::gathered, .of = op_type::qkv_fprop, .at = at}) : saved;
+    e_.gemm(compute_, key(op_type::qkv_fprop, at), shape, {input, params(op_type::qkv_fprop, at.layer)},
+            {ws(op_type::qkv_fprop, at)}, 2 * w_.tokens() * w_.rotary_width() / tp_ * element_bytes_);
+  }
   /// The buffer a slot's all-gather writes (or its input with tp 1).
   int gathered_input(op_type slot, location at, int in) {
     return tp_ > 1 ? e_.buffer({.kind = buffer_kind::gathered, .of = slot, .at = at}) : in;
@@ -228,7 +291,7 @@ class tp_builder {
       const bool side = slot.method != ub::method::none;
       const int stream = side ? comm_stream_ : compute_;
       e_.cross(compute_, stream);
-      collective(stream, collective::all_gather, type, at, gathered_bytes(), in, gathered, side ? slot.num_sm : -1);
+      collective(stream, collective::all_gather, type, at, gathered_bytes(type), in, gathered, side ? slot.num_sm : -1);
       e_.cross(stream, compute_);
       gemm_op(type, at, flops, {gathered}, out);
       return out;
@@ -280,7 +343,7 @@ class tp_builder {
       }
       e_.cross(ring_, compute_);
       e_.compute(compute_, key(op_type::tp_ring_reduce, at, type), 0, std::move(received), {out},
-                 (tp_ + 1) * gathered_bytes() / tp_);
+                 (tp_ + 1) * gathered_bytes(type) / tp_);
       return out;
     }
     if (slot.method == ub::method::pipeline) {
@@ -289,7 +352,7 @@ class tp_builder {
         gemm_op(type, step, flops / slot.num_splits, {in}, part);
         e_.cross(compute_, comm_stream_);
         // The last split has no GEMM left to hide under: TE gives it UB_MAX_SM (32) SMs.
-        collective(comm_stream_, collective::reduce_scatter, type, step, gathered_bytes() / slot.num_splits, part,
+        collective(comm_stream_, collective::reduce_scatter, type, step, gathered_bytes(type) / slot.num_splits, part,
                    out, i + 1 == slot.num_splits ? last_split_sms : slot.num_sm);
       }
       e_.cross(comm_stream_, compute_);
@@ -297,7 +360,7 @@ class tp_builder {
     }
     const int part = ws(type, at);
     gemm_op(type, at, flops, {in}, part);
-    collective(compute_, collective::reduce_scatter, type, at, gathered_bytes(), part, out);
+    collective(compute_, collective::reduce_scatter, type, at, gathered_bytes(type), part, out);
     return out;
   }
 
@@ -320,11 +383,11 @@ class tp_builder {
       int gathered = -1;
       if (async) {
         e_.cross(compute_, comm_stream_);
-        collective(comm_stream_, collective::all_gather, wgrad, at, gathered_bytes(), saved, input);
+        collective(comm_stream_, collective::all_gather, wgrad, at, gathered_bytes(wgrad), saved, input);
         gathered = e_.record(comm_stream_);
       }
       out = gemm_reduce_scatter(dgrad, dgrad_slot, at, grad, flops, out);
-      if (tp_ > 1 && !async) collective(compute_, collective::all_gather, wgrad, at, gathered_bytes(), saved, input);
+      if (tp_ > 1 && !async) collective(compute_, collective::all_gather, wgrad, at, gathered_bytes(wgrad), saved, input);
       if (gathered >= 0 && !defer) e_.wait(compute_, gathered);
       weight_gradient(wgrad, at, {input, grad}, defer ? gathered : -1, defer);
       return out;
@@ -332,11 +395,11 @@ class tp_builder {
     if (out < 0) out = scattered_output(dgrad, at);
     const int dgrad_out = ws(dgrad, at);
     e_.cross(compute_, comm_stream_);
-    collective(comm_stream_, collective::all_gather, wgrad, at, gathered_bytes(), saved, input, wgrad_slot.num_sm);
+    collective(comm_stream_, collective::all_gather, wgrad, at, gathered_bytes(wgrad), saved, input, wgrad_slot.num_sm);
     const int gathered = e_.record(comm_stream_);
     gemm_op(dgrad, at, flops, {grad}, dgrad_out);
     e_.cross(compute_, comm_stream_);
-    collective(comm_stream_, collective::reduce_scatter, dgrad, at, gathered_bytes(), dgrad_out, out, dgrad_slot.num_sm);
+    collective(comm_stream_, collective::reduce_scatter, dgrad, at, gathered_bytes(dgrad), dgrad_out, out, dgrad_slot.num_sm);
     if (defer) {  // the reduce-scatter runs on under the deferred weight gradients
       weight_gradient(wgrad, at, {input, grad}, gathered, true);
       comm_running_ = true;
@@ -352,7 +415,7 @@ class tp_builder {
   /// `behind` ranks back. TE moves ring chunks by copy engine (its default), which takes no SMs.
   void exchange(op_type slot, location at, int ahead, int behind, int from, std::vector<int> into) {
     const int group = e_.new_group();
-    const std::int64_t chunk = gathered_bytes() / tp_;
+    const std::int64_t chunk = gathered_bytes(slot) / tp_;
     e_.p2p(op_kind::send, ring_, key(op_type::tp_ring_send, at, slot), comm_, (tp_rank_ + ahead) % tp_, chunk,
            {from}, group, 0);
     e_.p2p(op_kind::recv, ring_, key(op_type::tp_ring_recv, at, slot), comm_, (tp_rank_ + tp_ - behind) % tp_,
@@ -360,6 +423,7 @@ class tp_builder {
   }
 
   static constexpr int last_split_sms = 32;  ///< TE's UB_MAX_SM
+  static constexpr ub::slot unoverlapped{};  ///< a GEMM no userbuffer slot serves
 
   emitter& e_;
   int tp_, tp_rank_;

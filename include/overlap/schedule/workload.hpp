@@ -9,6 +9,15 @@
 /// experts (a router, `moe_router_topk` of the experts per token, plus shared experts of
 /// `moe_shared_expert_intermediate_size`). The embedding sits on the first pipeline stage, the
 /// final norm, output layer and loss on the last.
+///
+/// With `multi_latent_attention` (DeepSeek-V2/V3) the attention is Megatron-Core's
+/// MLASelfAttention: queries from a `q_lora_rank` latent (0: Core's None, straight from the hidden
+/// state), keys and values from a `kv_lora_rank` latent, each head `qk_head_dim` wide plus a rotary
+/// part of `qk_pos_emb_head_dim` (the key's shared by all heads), values `v_head_dim` wide.
+/// num_query_groups and kv_channels then say nothing. The down projections are replicated over
+/// tensor parallelism (TELinear, "duplicated") and run on the local sequence shard; the up
+/// projections are column-parallel. The step runs the four projections as the one qkv GEMM slot
+/// (of their summed flops) and gathers the latents, not the hidden state, around it.
 
 #include <array>
 #include <cstdint>
@@ -32,6 +41,12 @@ struct workload {
   bool share_embeddings_and_output_weights = false;
   int moe_router_topk = 0;        ///< experts per token (MoE models)
   int moe_ffn_hidden_size = 0;    ///< one routed expert's gated MLP size
+  bool multi_latent_attention = false;
+  int q_lora_rank = 0;            ///< MLA: the query latent; 0: none (q projected from the hidden state)
+  int kv_lora_rank = 512;         ///< MLA: the key/value latent
+  int qk_head_dim = 128;          ///< MLA: a head's query/key width without the rotary part
+  int qk_pos_emb_head_dim = 64;   ///< MLA: the rotary part of a head's query/key
+  int v_head_dim = 128;           ///< MLA: a head's value width
   /// Uneven pipelines (pipeline_split.hpp): at most one of the layout string, the first / last
   /// stage counts (0: not set) and the embedding / loss counted as layers.
   std::string pipeline_layout{};  ///< pipeline_model_parallel_layout, e.g. "Et|(tt|)*30mL"
@@ -47,14 +62,55 @@ struct workload {
   constexpr std::int64_t query_groups() const {
     return num_query_groups > 0 ? num_query_groups : num_attention_heads;
   }
-  /// Width of the attention's query (and of its output before the projection).
-  constexpr std::int64_t query_width() const { return num_attention_heads * head_size(); }
+  /// A head's query/key width and value width.
+  constexpr std::int64_t query_head_dim() const {
+    return multi_latent_attention ? std::int64_t{qk_head_dim} + qk_pos_emb_head_dim : head_size();
+  }
+  constexpr std::int64_t value_head_dim() const { return multi_latent_attention ? v_head_dim : head_size(); }
+  /// Width of the attention's output before the projection (its heads' values).
+  constexpr std::int64_t attention_output_width() const { return num_attention_heads * value_head_dim(); }
+  /// Width of the rotary embedding's tensors (q and k, whole): all of GQA's q and k; MLA's
+  /// rotary parts of q (per head) and of k (one for all heads).
+  constexpr std::int64_t rotary_width() const {
+    return multi_latent_attention ? (std::int64_t{num_attention_heads} + 1) * qk_pos_emb_head_dim
+                                  : (num_attention_heads + query_groups()) * head_size();
+  }
+  /// The width the qkv slot's all-gather carries (and its input gradient's reduce-scatter):
+  /// the hidden state; with MLA the latents the up projections read (the hidden state for q
+  /// without a q latent), plus the key's rotary part.
+  constexpr std::int64_t qkv_gathered_width() const {
+    return multi_latent_attention ? (q_lora_rank > 0 ? q_lora_rank : hidden_size) + std::int64_t{kv_lora_rank} + qk_pos_emb_head_dim
+                                  : hidden_size;
+  }
 
   // Parameters of one layer's tensors (whole, before tensor parallelism).
+  /// The qkv slot: GQA's fused projection; MLA's four projections and the two latent norms
+  /// (Megatron-LM's count in theoretical_memory_usage.py).
   constexpr std::int64_t qkv_parameters() const {
-    return std::int64_t{hidden_size} * (query_width() + 2 * query_groups() * head_size());
+    if (!multi_latent_attention)
+      return std::int64_t{hidden_size} * (num_attention_heads * head_size() + 2 * query_groups() * head_size());
+    return mla_replicated_parameters() + mla_up_parameters();
   }
-  constexpr std::int64_t proj_parameters() const { return query_width() * hidden_size; }
+  /// MLA's parameters every tensor-parallel rank holds whole: the down projections and the
+  /// latent norms (0 without MLA).
+  constexpr std::int64_t mla_replicated_parameters() const {
+    if (!multi_latent_attention) return 0;
+    const std::int64_t h = hidden_size;
+    return (q_lora_rank > 0 ? std::int64_t{q_lora_rank} * (h + 1) : 0) + (std::int64_t{kv_lora_rank} + qk_pos_emb_head_dim) * h +
+           kv_lora_rank;
+  }
+  /// MLA's column-parallel up projections (q straight from the hidden state without a q latent).
+  constexpr std::int64_t mla_up_parameters() const {
+    if (!multi_latent_attention) return 0;
+    const std::int64_t heads = num_attention_heads;
+    return (q_lora_rank > 0 ? std::int64_t{q_lora_rank} : hidden_size) * heads * query_head_dim() +
+           std::int64_t{kv_lora_rank} * heads * (std::int64_t{qk_head_dim} + v_head_dim);
+  }
+  /// The qkv slot's parameters on one of `tp` tensor-parallel ranks.
+  constexpr std::int64_t qkv_local_parameters(int tp) const {
+    return mla_replicated_parameters() + (qkv_parameters() - mla_replicated_parameters()) / tp;
+  }
+  constexpr std::int64_t proj_parameters() const { return attention_output_width() * hidden_size; }
   constexpr std::int64_t fc1_parameters() const { return std::int64_t{hidden_size} * 2 * ffn_hidden_size; }
   constexpr std::int64_t fc2_parameters() const { return std::int64_t{ffn_hidden_size} * hidden_size; }
   constexpr std::int64_t norm_parameters() const { return hidden_size; }
@@ -62,6 +118,10 @@ struct workload {
   /// One gated expert MLP of `ffn` (routed: moe_ffn_hidden_size; shared: the shared size).
   constexpr std::int64_t expert_parameters(std::int64_t ffn) const { return 3 * std::int64_t{hidden_size} * ffn; }
   constexpr std::int64_t embedding_parameters() const { return std::int64_t{vocab_size} * hidden_size; }
+  /// A multi-token-prediction layer's projection (eh_proj: 2 hidden to hidden) and the two norms
+  /// before it (of the embedding and of the hidden state).
+  constexpr std::int64_t mtp_projection_parameters() const { return 2 * std::int64_t{hidden_size} * hidden_size; }
+  constexpr std::int64_t mtp_norm_parameters() const { return 2 * std::int64_t{hidden_size}; }
 
   /// Forward flops of a GEMM with `parameters` weights over one micro-batch (whole, before TP).
   constexpr double gemm_flops(std::int64_t parameters) const {
@@ -69,7 +129,8 @@ struct workload {
   }
   /// Forward flops of causal core attention (scores and values, half of the square computed).
   constexpr double attention_core_flops() const {
-    return 2.0 * static_cast<double>(tokens()) * seq_length * static_cast<double>(query_width());
+    return static_cast<double>(tokens()) * seq_length * num_attention_heads *
+           static_cast<double>(query_head_dim() + value_head_dim());
   }
 };
 
@@ -83,7 +144,7 @@ struct workload_bound {
   workload_size member;
   std::int64_t most;
 };
-inline constexpr std::array<workload_bound, 9> planned_bounds{{
+inline constexpr std::array<workload_bound, 14> planned_bounds{{
     {"num_layers", &workload::num_layers, 1024},
     {"micro_batches", &workload::micro_batches, 65536},
     {"seq_length", &workload::seq_length, 1 << 20},
@@ -93,6 +154,11 @@ inline constexpr std::array<workload_bound, 9> planned_bounds{{
     {"num_attention_heads", &workload::num_attention_heads, 1024},
     {"vocab_size", &workload::vocab_size, 1 << 21},
     {"moe_ffn_hidden_size", &workload::moe_ffn_hidden_size, 1 << 18},
+    {"q_lora_rank", &workload::q_lora_rank, 1 << 16},
+    {"kv_lora_rank", &workload::kv_lora_rank, 1 << 16},
+    {"qk_head_dim", &workload::qk_head_dim, 1 << 12},
+    {"qk_pos_emb_head_dim", &workload::qk_pos_emb_head_dim, 1 << 12},
+    {"v_head_dim", &workload::v_head_dim, 1 << 12},
 }};
 
 /// One line per size of `w` beyond `planned_bounds` (none: every size within them).
