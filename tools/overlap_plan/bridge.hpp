@@ -309,7 +309,7 @@ inline places places_of(std::string_view field, const json& tree) {
     return p;
   }
   if (field == "num_buckets") return {{"ddp.num_buckets"}};
-  if (field == "fp8" || field == "fp8_param_gather")
+  if (field == "fp8" || field == "fp4" || field == "fp8_param_gather")
     return {{"mixed_precision." + name, "model." + name, "ddp." + name}, {},
             "Bridge applies the mixed_precision config over the model and ddp"};
   if (field == "grad_reduce_in_fp32")
@@ -336,6 +336,9 @@ inline constexpr unhonoured not_honoured[] = {
     {"model.tp_comm_overlap_rs", "per-GEMM TP switches (TP-15) are not modelled: every reduce-scatter is overlapped as "
                                  "its tp_comm_overlap_cfg slot says", 1, true},
     {"model.moe_layer_freq", "dense layers among the MoE layers are not modelled: every layer is simulated as MoE"},
+    {"mixed_precision.first_last_layers_bf16", "the first and last layers in bf16 are not modelled: every layer's "
+                                               "GEMMs run in the recipe's format"},
+    {"mixed_precision.fp8_dot_product_attention", "fp8 core attention is not modelled: attention runs in bf16"},
 };
 
 /// A workload field's name in Bridge's model config, where it differs.
@@ -418,7 +421,7 @@ inline bridge_config read_config(const document& doc, const read_options& opt = 
     out.path_of[std::string(field)] = p.read.front();
     // Fields with their own reading below.
     if (field == "data_parallel_size" || field == "distributed_optimizer" || field == "precision" ||
-        field == "fp8" || field == "use_dist_ckpt" || field == "gpu" || field == "te_version" ||
+        field == "fp8" || field == "fp4" || field == "use_dist_ckpt" || field == "gpu" || field == "te_version" ||
         field == "cuda_device_max_connections" || field == "layernorm_sm_margin" || field == "cuda_graph_modules")
       return;
     const auto got = pick(field, p);
@@ -461,9 +464,13 @@ inline bridge_config read_config(const document& doc, const read_options& opt = 
       if (recipe.starts_with("bf16")) bf16 = true;
       else if (recipe.starts_with("fp16")) fp16 = true;
       else notes.push_back("mixed_precision recipe " + quote_text(recipe) + " is not known here; precision read from the model");
-      if (recipe.find("fp8") != std::string::npos || recipe.find("mxfp8") != std::string::npos) {
+      if (recipe.find("fp8") != std::string::npos) {
         s.fp8 = true;
         out.path_of["fp8"] = "mixed_precision";
+      }
+      if (recipe.find("fp4") != std::string::npos) {
+        s.fp4 = true;
+        out.path_of["fp4"] = "mixed_precision";
       }
     } else {
       bf16 = flag("mixed_precision.bf16");
@@ -483,17 +490,19 @@ inline bridge_config read_config(const document& doc, const read_options& opt = 
       bad(doc, from + ".bf16", "bf16 and fp16 are both true; choose one");
     s.precision = bf16.value_or(false) ? ov::dtype::bf16 : fp16.value_or(false) ? ov::dtype::fp16 : ov::dtype::fp32;
     out.path_of["precision"] = from + (s.precision == ov::dtype::fp16 ? ".fp16" : ".bf16");
-    // fp8: a recipe string ("hybrid", "e4m3") or a flag, mixed_precision over the model.
-    if (!s.fp8) {
-      const auto got = pick("fp8", places_of("fp8", tree));
-      if (got) {
-        const auto& [path, v] = *got;
-        out.path_of["fp8"] = path;
-        if (v.is_boolean()) s.fp8 = v.get<bool>();
-        else if (v.is_string()) s.fp8 = !v.get<std::string>().empty();
-        else bad(doc, path, "expected an fp8 recipe (\"hybrid\", \"e4m3\") or null, got " + shown(v));
-      }
-    }
+    // fp8 / fp4: a format string ("hybrid", "e4m3"; "e2m1") or a flag, mixed_precision over the model.
+    const auto format = [&](const char* field, bool& member, const char* example) {
+      if (member) return;
+      const auto got = pick(field, places_of(field, tree));
+      if (!got) return;
+      const auto& [path, v] = *got;
+      out.path_of[field] = path;
+      if (v.is_boolean()) member = v.get<bool>();
+      else if (v.is_string()) member = !v.get<std::string>().empty();
+      else bad(doc, path, std::string("expected an ") + field + " format (" + example + ") or null, got " + shown(v));
+    };
+    format("fp8", s.fp8, "\"hybrid\", \"e4m3\"");
+    format("fp4", s.fp4, "\"e2m1\"");
   }
 
   // The distributed optimizer: Bridge derives DP overlap from ddp's flag alone (PREC-5), then

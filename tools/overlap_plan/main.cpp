@@ -14,6 +14,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -493,11 +494,19 @@ std::string node_for(const cli& args, const overlap_plan::bridge_config& c) {
                     "gb300), and give compute as measured on your GPU with --profile FILE (what overlap-profile writes there)");
 }
 
-/// The node of --machine; with --profile, computing as that profile measured.
-ov::sim::machine machine_of(const cli& args) {
+/// The node of --machine; with --profile, computing as that profile measured. A recipe whose
+/// format the node has no tensor cores for (fp4 on Hopper) is an input error naming the way out.
+ov::sim::machine machine_of(const cli& args, const overlap_plan::bridge_config& c) {
   ov::sim::machine m = node_presets().at(args.machine)();
-  if (args.profile.empty()) return m;
-  return ov::sim::with_profile(std::move(m), std::make_shared<const ov::sim::profile>(ov::sim::read_profile(args.profile)));
+  if (!args.profile.empty())
+    m = ov::sim::with_profile(std::move(m), std::make_shared<const ov::sim::profile>(ov::sim::read_profile(args.profile)));
+  for (const auto& [on, speedup, field] : {std::tuple{c.settings.fp8, m.fp8_gemm_speedup, "fp8"},
+                                           std::tuple{c.settings.fp4, m.fp4_gemm_speedup, "fp4"}})
+    if (on && !(speedup > 0))
+      throw input_error(std::string(field) + " GEMMs (" + c.path_of.at(field) + ") need " + field +
+                        " tensor cores, which the " + args.machine + " node has not: give the recipe's GPU with --gpu "
+                        "(b200, b300, gb200, gb300) or --machine");
+  return m;
 }
 
 /// "an h100 node", "a gb200 NVL72 rack", or either with ", compute from FILE (GPU)".
@@ -547,9 +556,6 @@ std::optional<overlap_plan::bridge_config> as_upstream_runs(const char* command,
     say(severity::warning);
   }
   for (const std::string& n : c.not_modelled) std::cerr << "overlap-plan " << command << ": warning: " << n << '\n';
-  if (c.settings.fp8)
-    std::cerr << "overlap-plan " << command << ": warning: fp8 is on: its GEMMs are simulated at bf16 rates (fp8 and "
-              << "fp4 compute are not modelled)\n";
   overlap_plan::bridge_config out = c;
   out.settings = j.upstream.as_run;
   out.upstream.lenient.clear();  // the settings upstream runs read as themselves
@@ -590,7 +596,7 @@ void write_trace_of(std::ostream& os, const std::vector<ov::schedule::program>& 
 
 int run_simulate(const cli& args, const overlap_plan::bridge_config& c) {
   require_workload(c);
-  const ov::sim::cost_model cost(machine_of(args));
+  const ov::sim::cost_model cost(machine_of(args, c));
   ov::plan::family_plan plan;
   try {
     plan = ov::plan::plan_step(c.settings, c.workload, cost);
@@ -696,7 +702,7 @@ class progress {
 int run_tune(const cli& args, const overlap_plan::document& doc, const overlap_plan::bridge_config& c) {
   const auto started = std::chrono::steady_clock::now();
   require_workload(c);
-  const ov::sim::cost_model cost(machine_of(args));
+  const ov::sim::cost_model cost(machine_of(args, c));
   ov::plan::tune_result t;
   {
     progress bar(!args.json_output);

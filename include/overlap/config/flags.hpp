@@ -67,6 +67,8 @@ OVERLAP_FLAG(add_bias_linear)
 OVERLAP_FLAG(add_qkv_bias)
 /// FP8 GEMMs. Needed by atomic GEMMs (TE-3) and fp8_param_gather (MP-1).
 OVERLAP_FLAG(fp8)
+/// FP4 GEMMs (Transformer Engine's NVFP4 recipe: Megatron-Core's fp4 / fp4_recipe). Blackwell.
+OVERLAP_FLAG(fp4)
 /// Gather parameters in FP8. Needs fp8 (MP-1).
 OVERLAP_FLAG(fp8_param_gather)
 /// Reduce gradients in fp32.

@@ -153,6 +153,18 @@ constexpr bool is_tp_gemm(op_type t) {
     default: return false;
   }
 }
+/// Whether an op of type `t` is a GEMM of Transformer Engine's linear modules, which its fp8 and
+/// fp4 recipes quantize: the TP slots, the routed and shared experts, MTP's projection. Core
+/// attention, the router, the output layer (a Megatron ColumnParallelLinear) and the memory-bound
+/// kernels keep the step's precision.
+constexpr bool runs_quantized(op_type t) {
+  switch (t) {
+    case op_type::experts_fprop: case op_type::experts_dgrad: case op_type::experts_wgrad:
+    case op_type::shared_experts_fprop: case op_type::shared_experts_dgrad: case op_type::shared_experts_wgrad:
+      return true;
+    default: return is_tp_gemm(t);
+  }
+}
 /// The type called `name`, if any.
 constexpr std::optional<op_type> op_type_named(std::string_view name) {
   for (std::size_t i = 0; i < op_type_count; ++i)

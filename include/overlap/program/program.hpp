@@ -82,9 +82,15 @@ struct gemm_shape {
   friend constexpr bool operator==(const gemm_shape&, const gemm_shape&) = default;
 };
 
+/// The number format a compute op's matrix products take their operands in: the step's own
+/// precision (bf16, fp16 or fp32), or quantized by Transformer Engine's fp8 recipes (e4m3 /
+/// hybrid, per-tensor or MXFP8 block scaling) or its NVFP4 recipe.
+enum class gemm_format : std::uint8_t { native, fp8, fp4 };
+
 /// One issued operation. Fields that an op kind does not use keep their defaults.
 struct op {
   op_kind kind = op_kind::compute;
+  gemm_format format = gemm_format::native;  ///< compute: its products' operands (fits the padding)
   int stream = 0;  ///< index into program::streams (unused by host_sync)
   op_key key{};    ///< what the op is and where it sits
   collective coll = collective::all_reduce;
@@ -134,6 +140,14 @@ constexpr std::string_view to_string(collective c) {
     case collective::reduce_scatter: return "reduce_scatter";
     case collective::all_reduce: return "all_reduce";
     case collective::all_to_all: return "all_to_all";
+  }
+  return "?";
+}
+constexpr std::string_view to_string(gemm_format f) {
+  switch (f) {
+    case gemm_format::native: return "native";
+    case gemm_format::fp8: return "fp8";
+    case gemm_format::fp4: return "fp4";
   }
   return "?";
 }

@@ -146,7 +146,9 @@ class structure_check {
     }
     if (o.key.slot != op_type::none && !is_tp_gemm(o.key.slot))
       bad(i, structure_rule::key,
-          "slot " + std::string(to_string(o.key.slot)) + " is not a GEMM of a TP layer (qkv, proj, fc1, fc2)");
+          "slot " + std::string(to_string(o.key.slot)) + " is not a GEMM of a TP layer (qkv, proj, fc1, fc2, mtp_proj)");
+    if (static_cast<unsigned>(o.format) > static_cast<unsigned>(gemm_format::fp4))
+      bad(i, structure_rule::kind, "gemm format " + std::to_string(static_cast<int>(o.format)) + " does not exist");
     for (const auto& f : detail::key_fields)
       if (o.key.at.*f.member < -1)
         bad(i, structure_rule::key,
@@ -242,6 +244,7 @@ class structure_check {
     bool fine = (o.key.type == op_type::none || kind_of(o.key.type) == o.kind) && (o.bytes | o.memory_bytes) >= 0 &&
                 o.flops >= 0 && o.flops < std::numeric_limits<double>::infinity() &&  // NaN fails both
                 shape && coordinates && (o.key.slot == op_type::none || is_tp_gemm(o.key.slot)) &&
+                static_cast<unsigned>(o.format) <= static_cast<unsigned>(gemm_format::fp4) &&
                 all_below(o.reads, buffers_) && all_below(o.writes, buffers_);
     if (o.kind != op_kind::host_sync) fine = fine && in(o.stream, streams_);
     switch (o.kind) {

@@ -107,11 +107,15 @@ class emitter {
     std::function<void(const op_key&)> before, after;
   };
   void set_hooks(compute_hooks hooks) { hooks_ = std::move(hooks); }
+  /// The format the quantized GEMMs (`runs_quantized`) of the ops that follow take their
+  /// operands in: the fp8 or fp4 recipe of the config, or native.
+  void quantize(gemm_format f) { quantized_ = f; }
 
   void compute(int stream, op_key key, double flops, buffer_list reads, buffer_list writes,
                std::int64_t memory_bytes = 0, gemm_shape gemm = {}) {
     if (hooks_.before) hooks_.before(key);
-    push({.kind = op_kind::compute, .stream = stream, .key = key, .flops = flops, .gemm = gemm,
+    push({.kind = op_kind::compute, .format = runs_quantized(key.type) ? quantized_ : gemm_format::native,
+          .stream = stream, .key = key, .flops = flops, .gemm = gemm,
           .memory_bytes = memory_bytes, .reads = std::move(reads), .writes = std::move(writes)});
     if (hooks_.after) hooks_.after(key);
   }
@@ -194,6 +198,7 @@ class emitter {
   };
   std::unordered_map<schedule::buffer, int, buffer_hash> buffers_;
   compute_hooks hooks_;
+  gemm_format quantized_ = gemm_format::native;
 };
 
 }  // namespace overlap::schedule::detail

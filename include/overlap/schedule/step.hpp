@@ -9,7 +9,8 @@
 /// first forward. The first stage embeds the tokens; the last runs the multi-token-prediction
 /// layers (mtp_num_layers), normalizes, projects to the vocabulary and takes the loss, and does
 /// the same for each MTP layer. Activation recompute adds the forward ops it repeats (keys with
-/// `recompute`) right before the backward that needs them.
+/// `recompute`) right before the backward that needs them. With `fp8` or `fp4` the GEMMs of
+/// Transformer Engine's modules (`runs_quantized`) take their operands in that format.
 ///
 /// `step_schedule<Cfg>` fixes at compile time which families a config type composes and which
 /// op types its programs contain; the single-family steps below are the same generator with the
@@ -219,6 +220,7 @@ inline step_shape shape_of(const settings& s, const resolved_settings& r, const 
   // Ranks along the data-parallel dimension: the dp group, or as many as the ep group needs.
   const int data = on.dp ? dp : (ep + tp - 1) / tp;
   const std::int64_t stages = std::int64_t{pp} * k.chunks;  // vpp is not bounded by the rules
+  need(!(s.fp8 && s.fp4), "fp8 and fp4 are both set: the step quantizes its GEMMs with one recipe; set one");
   need(s.context_parallel_size == 1, "context parallelism (context_parallel_size " +
                                          std::to_string(s.context_parallel_size) + ") is not modelled");
   // One stage when the pipeline is left out: its layout fields then say nothing.
@@ -318,6 +320,7 @@ class rank_builder {
       : k_(k), s_(s), r_(r), w_(w), at_(k.ranks.at(rank)), e_(p_) {
     p_.rank = rank;
     p_.cuda_device_max_connections = r.cuda_device_max_connections.value_or(0);
+    e_.quantize(s.fp4 ? gemm_format::fp4 : s.fp8 ? gemm_format::fp8 : gemm_format::native);
   }
   rank_builder(const rank_builder&) = delete;  // the emitter and its hooks point into this object
   rank_builder& operator=(const rank_builder&) = delete;

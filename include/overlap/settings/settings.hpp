@@ -37,6 +37,7 @@ struct settings {
   bool add_bias_linear = true;
   bool add_qkv_bias = false;
   bool fp8 = false;
+  bool fp4 = false;
   bool fp8_param_gather = false;
   bool grad_reduce_in_fp32 = false;
 

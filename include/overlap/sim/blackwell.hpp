@@ -4,8 +4,8 @@
 /// one NVLink domain), from published figures. Unlike the H100 and H200 presets they carry no
 /// measured profile: compute is the analytic model (tiles and waves at an achieved GEMM
 /// efficiency, grouped GEMMs and attention by their flops), so their times are as good as the few
-/// public kernel measurements below; `--profile` (overlap-profile on the GPU) replaces them. GEMMs
-/// run at the bf16 rates: fp8 and fp4 recipes are not simulated at their faster rates yet.
+/// public kernel measurements below; `--profile` (overlap-profile on the GPU) replaces them.
+/// Quantized GEMMs (fp8 and fp4 recipes) run at their measured speedups over bf16, below.
 ///
 /// Sources (per GPU; tensor rates dense, NVIDIA's system pages quote them with sparsity, halved
 /// here):
@@ -26,6 +26,14 @@
 /// - Grouped (MoE) GEMMs: no TFLOP/s figure found on Blackwell; FBGEMM's fp8 grouped GEMM runs
 ///   about 2x the H100's on B200 (pytorch/FBGEMM PR #4172), as the peaks do: the H100's fraction,
 ///   0.245.
+/// - Quantized GEMMs, kernel against kernel (the cast is priced apart, cost_model.hpp): MXFP8,
+///   the Blackwell recipes' fp8, 1.83x bf16 over a transformer layer's GEMMs on B300, NVFP4
+///   3.48x (TransformerEngine docs/examples/gemm_profiling/gemm_profiling.rst); B300 and GB300
+///   use them. B200 and GB200, whose fp4 peak is 9 PF to the B300's 15: MXFP4 at 8192^3 reaches
+///   5,239 TFLOP/s with cuBLASLt (deepseek-ai/DeepGEMM PR #348) to bf16's best 1,745 (the MAMF
+///   table of stas00/ml-engineering, compute/accelerator/README.md): 3.0. fp8 1.83 on all four.
+///   Grouped GEMMs take the same factors (torchao's MXFP8 grouped GEMM, casts included, runs
+///   1.19-1.81x bf16 on B200: pytorch/ao torchao/prototype/moe_training/README.md).
 /// - Attention: FlashAttention-4 bf16 forward reaches 1,613 TFLOP/s on B200 (arXiv 2603.05451;
 ///   together.ai's blog: 1,605): 0.717. No backward figure was extracted: the H100's ratio of
 ///   backward to forward efficiency (0.449 / 0.675) gives 0.477.
@@ -57,7 +65,7 @@ namespace overlap::sim {
 namespace detail {
 /// What the four Blackwell presets share (the B200's kernels and links).
 inline machine blackwell(std::string name, int sms, double bf16_tflops, double hbm_tbs, int gpus_per_node,
-                         double nic_gbs, double max_clock_mhz) {
+                         double nic_gbs, double max_clock_mhz, double fp4_speedup) {
   return machine{.name = std::move(name),
                  .sms = sms,
                  .peak_flops_per_us = bf16_tflops * 1e6,
@@ -71,6 +79,8 @@ inline machine blackwell(std::string name, int sms, double bf16_tflops, double h
                  .comm_sms = 16,
                  .p2p_sms = 2,
                  .gemm_efficiency = 0.631,
+                 .fp8_gemm_speedup = 1.83,
+                 .fp4_gemm_speedup = fp4_speedup,
                  .gemm_tile_m = 128,
                  .gemm_tile_n = 256,
                  .gemm_tile_k = 64,
@@ -87,12 +97,12 @@ inline machine blackwell(std::string name, int sms, double bf16_tflops, double h
 }  // namespace detail
 
 /// An 8-GPU HGX B200 node.
-inline machine b200_node() { return detail::blackwell("b200", 148, 2250, 7.7, 8, 48, 1965); }
+inline machine b200_node() { return detail::blackwell("b200", 148, 2250, 7.7, 8, 48, 1965, 3.0); }
 /// An 8-GPU HGX B300 node.
-inline machine b300_node() { return detail::blackwell("b300", 148, 2250, 8, 8, 96, 2032); }
+inline machine b300_node() { return detail::blackwell("b300", 148, 2250, 8, 8, 96, 2032, 3.48); }
 /// A GB200 NVL72 rack: 72 GPUs in one NVLink domain.
-inline machine gb200_nvl72() { return detail::blackwell("gb200", 152, 2500, 8, 72, 48, 2062); }
+inline machine gb200_nvl72() { return detail::blackwell("gb200", 152, 2500, 8, 72, 48, 2062, 3.0); }
 /// A GB300 NVL72 rack: 72 GPUs in one NVLink domain.
-inline machine gb300_nvl72() { return detail::blackwell("gb300", 152, 2500, 8, 72, 96, 2070); }
+inline machine gb300_nvl72() { return detail::blackwell("gb300", 152, 2500, 8, 72, 96, 2070, 3.48); }
 
 }  // namespace overlap::sim

@@ -19,6 +19,8 @@
 #include <cmath>
 #include <cstdint>
 #include <optional>
+#include <stdexcept>
+#include <string>
 #include <typeinfo>
 #include <utility>
 
@@ -70,7 +72,7 @@ class cost_model {
     if (!dense_gemm(o) || m.gemm_tile_m <= 0 || m.gemm_tile_n <= 0) return {};
     sms = std::max(1, sms);
     const std::int64_t tiles = ceil_div(o.gemm.m, m.gemm_tile_m) * ceil_div(o.gemm.n, m.gemm_tile_n);
-    const double per_k = tile_k_us_;
+    const double per_k = tile_k_us_ / speedup(o);
     const double bandwidth = memory_rate_;
     const auto with = [&](std::int64_t split) {
       const std::int64_t slice = split > 1 ? ceil_div(o.gemm.k, split) : o.gemm.k;
@@ -104,12 +106,13 @@ class cost_model {
   /// are alike) may ask once per inputs, where `analytic_compute` says so.
   struct compute_inputs {
     schedule::op_type type = schedule::op_type::none;
+    schedule::gemm_format format = schedule::gemm_format::native;
     std::int64_t m = 0, n = 0, k = 0, groups = 1, memory_bytes = 0;
     std::uint64_t flops = 0;  ///< its bits: equal inputs give bit-equal times
     friend constexpr bool operator==(const compute_inputs&, const compute_inputs&) = default;
   };
   static compute_inputs compute_inputs_of(const schedule::op& o) {
-    return {o.key.type, o.gemm.m, o.gemm.n, o.gemm.k, o.gemm.groups, o.memory_bytes,
+    return {o.key.type, o.format, o.gemm.m, o.gemm.n, o.gemm.k, o.gemm.groups, o.memory_bytes,
             std::bit_cast<std::uint64_t>(o.flops)};
   }
   /// Whether `compute_us` is this class's own, which reads `compute_inputs` alone (a derived
@@ -140,14 +143,14 @@ class cost_model {
   double eager_us(const schedule::op& o) const {
     if (!profiled_ || !has_problem(o) || routed_experts(o.key.type)) return compute_us(o, machine_.sms);
     const profile_model& p = *profiled_;
-    const double memory = static_cast<double>(o.memory_bytes) / memory_rate_;
+    const double memory = memory_us(o);
     const auto g = static_cast<double>(o.gemm.groups), m = static_cast<double>(o.gemm.m),
                n = static_cast<double>(o.gemm.n), k = static_cast<double>(o.gemm.k);
     if (core_attention(o.key.type))
       return p.has_attention()
                  ? p.attention_measured_us(m, g, k, o.key.type == schedule::op_type::attn_core_bprop) + memory
                  : compute_us(o, machine_.sms);
-    return o.gemm.groups == 1 ? p.gemm_measured_us(m, n, k) + memory : compute_us(o, machine_.sms);
+    return o.gemm.groups == 1 ? p.gemm_measured_us(m, n, k) / speedup(o) + memory : compute_us(o, machine_.sms);
   }
 
   /// What the whole GPU computes per microsecond at `efficiency` of its tensor peak, at the
@@ -240,12 +243,53 @@ class cost_model {
     return comm_us(o, placement{ranks, crosses_nodes ? ranks - 1 : 0});
   }
 
+  /// How much faster than in the step's precision the op's products run in its format
+  /// (`machine::fp8_gemm_speedup`, `fp4_gemm_speedup`; 1 for native). Throws
+  /// std::invalid_argument for a format the machine has no tensor cores for.
+  double speedup(const schedule::op& o) const {
+    if (o.format == schedule::gemm_format::native) return 1;
+    const double s = o.format == schedule::gemm_format::fp8 ? machine_.fp8_gemm_speedup : machine_.fp4_gemm_speedup;
+    if (!(s > 0) || !std::isfinite(s))
+      throw std::invalid_argument("cost_model: " + schedule::display_name(o.key) + " runs in " +
+                                  std::string(schedule::to_string(o.format)) + ", which the machine " + machine_.name +
+                                  " has no tensor cores (or no measured rate) for: simulate it on a machine that has "
+                                  "(fp4: Blackwell), or without the " + std::string(schedule::to_string(o.format)) +
+                                  " recipe");
+    return s;
+  }
+  /// The bytes of quantizing the op's activation operand, beside the module's memory-bound
+  /// kernels (`quantize_bytes_per_element`).
+  static std::int64_t quantize_bytes(const schedule::op& o) {
+    if (o.format == schedule::gemm_format::native || !has_problem(o)) return 0;
+    const schedule::op_type t = o.key.type;
+    // The weight gradient reads both operands as the forward and input gradient cast them; TE
+    // fuses the cast before qkv and fc1 into their norm (LayerNormLinear).
+    if (t == schedule::op_type::qkv_fprop || t == schedule::op_type::fc1_fprop || t == schedule::op_type::qkv_wgrad ||
+        t == schedule::op_type::proj_wgrad || t == schedule::op_type::fc1_wgrad || t == schedule::op_type::fc2_wgrad ||
+        t == schedule::op_type::experts_wgrad || t == schedule::op_type::shared_experts_wgrad ||
+        t == schedule::op_type::mtp_proj_wgrad)
+      return 0;
+    // Routed experts quantize both products' inputs: the tokens (k wide) and fc2's (n wide).
+    const std::int64_t width = routed_experts(t) ? o.gemm.k + o.gemm.n : o.gemm.k;
+    return quantize_bytes_per_element(o.format) * o.gemm.groups * o.gemm.m * width;
+  }
+  /// Transformer Engine's cast of a bf16 tensor for a quantized GEMM: read 2 bytes, write the
+  /// rows and their transpose (the weight gradient's operand) in the format: fp8 1 + 1 byte; fp4
+  /// half a byte each and an e4m3 scale per 16 (NVFP4's blocks), rounded to 3 bytes in all.
+  static constexpr std::int64_t quantize_bytes_per_element(schedule::gemm_format f) {
+    return f == schedule::gemm_format::fp8 ? 4 : f == schedule::gemm_format::fp4 ? 3 : 0;
+  }
+
  private:
   static std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+  /// The memory-bound kernels around the op: its module's and the quantization of its input.
+  double memory_us(const schedule::op& o) const {
+    return static_cast<double>(o.memory_bytes + quantize_bytes(o)) / memory_rate_;
+  }
 
   /// The analytic time on `sms` SMs (no profile).
   double analytic_us(const schedule::op& o, int sms) const {
-    const double memory = static_cast<double>(o.memory_bytes) / memory_rate_;
+    const double memory = memory_us(o);
     // A GEMM in waves; the memory-bound kernels of its module (its norm, its activation) run
     // before or after it.
     if (const gemm_waves g = waves_of(o, sms); g.waves > 0)
@@ -260,7 +304,7 @@ class cost_model {
     if (o.key.type == schedule::op_type::attn_core_fprop) efficiency = m.attention_forward_efficiency;
     if (o.key.type == schedule::op_type::attn_core_bprop) efficiency = m.attention_backward_efficiency;
     const double share = static_cast<double>(sms) / m.sms;
-    return o.flops / (tensor_flops_per_us(efficiency) * share);
+    return o.flops / (tensor_flops_per_us(efficiency) * share * speedup(o));
   }
 
   /// The profiled time on the whole GPU (routed experts: their `expert_products`, each with the
@@ -269,7 +313,7 @@ class cost_model {
   /// the analytic one (profile_model.hpp says why).
   double profiled_us(const schedule::op& o) const {
     const profile_model& p = *profiled_;
-    const double memory = static_cast<double>(o.memory_bytes) / memory_rate_;
+    const double memory = memory_us(o);
     if (!has_problem(o)) return o.flops > 0 ? std::max(p.flops_us(o.flops), memory) : memory;
     const auto g = static_cast<double>(o.gemm.groups), m = static_cast<double>(o.gemm.m),
                n = static_cast<double>(o.gemm.n), k = static_cast<double>(o.gemm.k);
@@ -279,15 +323,18 @@ class cost_model {
                             analytic_flops_us(o, machine_.sms)) +
              memory;
     }
+    // Measured in the step's precision: a quantized GEMM's time over its format's speedup (the
+    // fallback below the floor, analytic, in the same precision first).
+    const double faster = speedup(o);
     if (routed_experts(o.key.type)) {
-      double us = memory;
+      double us = 0;
       for (const schedule::gemm_shape& x : expert_products(o))
         us += p.grouped_us(g, static_cast<double>(x.m), static_cast<double>(x.n), static_cast<double>(x.k), m);
-      return us;
+      return us / faster + memory;
     }
-    if (g > 1) return p.grouped_us(g, m, n, k, m) + memory;
+    if (g > 1) return p.grouped_us(g, m, n, k, m) / faster + memory;
     const gemm_waves w = waves_of(o, machine_.sms);
-    return p.gemm_us(m, n, k, static_cast<double>(w.waves) * w.wave_us + w.reduce_us) + memory;
+    return p.gemm_us(m, n, k, static_cast<double>(w.waves) * w.wave_us * faster + w.reduce_us) / faster + memory;
   }
 
   sim::machine machine_;
