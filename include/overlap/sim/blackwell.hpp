@@ -26,14 +26,15 @@
 /// - Grouped (MoE) GEMMs: no TFLOP/s figure found on Blackwell; FBGEMM's fp8 grouped GEMM runs
 ///   about 2x the H100's on B200 (pytorch/FBGEMM PR #4172), as the peaks do: the H100's fraction,
 ///   0.245.
-/// - Quantized GEMMs, kernel against kernel (the cast is priced apart, cost_model.hpp): MXFP8,
-///   the Blackwell recipes' fp8, 1.83x bf16 over a transformer layer's GEMMs on B300, NVFP4
-///   3.48x (TransformerEngine docs/examples/gemm_profiling/gemm_profiling.rst); B300 and GB300
-///   use them. B200 and GB200, whose fp4 peak is 9 PF to the B300's 15: MXFP4 at 8192^3 reaches
-///   5,239 TFLOP/s with cuBLASLt (deepseek-ai/DeepGEMM PR #348) to bf16's best 1,745 (the MAMF
-///   table of stas00/ml-engineering, compute/accelerator/README.md): 3.0. fp8 1.83 on all four.
-///   Grouped GEMMs take the same factors (torchao's MXFP8 grouped GEMM, casts included, runs
-///   1.19-1.81x bf16 on B200: pytorch/ao torchao/prototype/moe_training/README.md).
+/// - Quantized GEMMs, casts included: a transformer layer's GEMMs on B300 run 1.42x bf16 in
+///   MXFP8, the Blackwell recipes' fp8, and 1.98x in NVFP4 (kernel against kernel 1.83x and
+///   3.48x; TransformerEngine docs/examples/gemm_profiling/gemm_profiling.rst); B300 and GB300
+///   use them, fp8 all four. B200 and GB200 have 9 PF of fp4 to the B300's 15: their kernel runs
+///   MXFP4 at 8192^3 at 5,239 TFLOP/s with cuBLASLt (deepseek-ai/DeepGEMM PR #348) to bf16's best
+///   1,745 (the MAMF table of stas00/ml-engineering, compute/accelerator/README.md), 3.0x, and
+///   with the B300's cast time (1 / 1.98 - 1 / 3.48 of the bf16 time) 1.81x. Grouped GEMMs take
+///   the same factors (torchao's MXFP8 grouped GEMM, casts included, runs 1.19-1.81x bf16 on
+///   B200: pytorch/ao torchao/prototype/moe_training/README.md).
 /// - Attention: FlashAttention-4 bf16 forward reaches 1,613 TFLOP/s on B200 (arXiv 2603.05451;
 ///   together.ai's blog: 1,605): 0.717. No backward figure was extracted: the H100's ratio of
 ///   backward to forward efficiency (0.449 / 0.675) gives 0.477.
@@ -79,7 +80,7 @@ inline machine blackwell(std::string name, int sms, double bf16_tflops, double h
                  .comm_sms = 16,
                  .p2p_sms = 2,
                  .gemm_efficiency = 0.631,
-                 .fp8_gemm_speedup = 1.83,
+                 .fp8_gemm_speedup = 1.42,
                  .fp4_gemm_speedup = fp4_speedup,
                  .gemm_tile_m = 128,
                  .gemm_tile_n = 256,
@@ -97,12 +98,12 @@ inline machine blackwell(std::string name, int sms, double bf16_tflops, double h
 }  // namespace detail
 
 /// An 8-GPU HGX B200 node.
-inline machine b200_node() { return detail::blackwell("b200", 148, 2250, 7.7, 8, 48, 1965, 3.0); }
+inline machine b200_node() { return detail::blackwell("b200", 148, 2250, 7.7, 8, 48, 1965, 1.81); }
 /// An 8-GPU HGX B300 node.
-inline machine b300_node() { return detail::blackwell("b300", 148, 2250, 8, 8, 96, 2032, 3.48); }
+inline machine b300_node() { return detail::blackwell("b300", 148, 2250, 8, 8, 96, 2032, 1.98); }
 /// A GB200 NVL72 rack: 72 GPUs in one NVLink domain.
-inline machine gb200_nvl72() { return detail::blackwell("gb200", 152, 2500, 8, 72, 48, 2062, 3.0); }
+inline machine gb200_nvl72() { return detail::blackwell("gb200", 152, 2500, 8, 72, 48, 2062, 1.81); }
 /// A GB300 NVL72 rack: 72 GPUs in one NVLink domain.
-inline machine gb300_nvl72() { return detail::blackwell("gb300", 152, 2500, 8, 72, 96, 2070, 3.48); }
+inline machine gb300_nvl72() { return detail::blackwell("gb300", 152, 2500, 8, 72, 96, 2070, 1.98); }
 
 }  // namespace overlap::sim

@@ -243,8 +243,9 @@ class cost_model {
     return comm_us(o, placement{ranks, crosses_nodes ? ranks - 1 : 0});
   }
 
-  /// How much faster than in the step's precision the op's products run in its format
-  /// (`machine::fp8_gemm_speedup`, `fp4_gemm_speedup`; 1 for native). Throws
+  /// How much faster than in the step's precision the op's products run in its format, the casts
+  /// of their operands included (`machine::fp8_gemm_speedup`, `fp4_gemm_speedup`; 1 for native;
+  /// the memory-bound kernels of its module keep their time). Throws
   /// std::invalid_argument for a format the machine has no tensor cores for.
   double speedup(const schedule::op& o) const {
     if (o.format == schedule::gemm_format::native) return 1;
@@ -257,35 +258,10 @@ class cost_model {
                                   " recipe");
     return s;
   }
-  /// The bytes of quantizing the op's activation operand, beside the module's memory-bound
-  /// kernels (`quantize_bytes_per_element`).
-  static std::int64_t quantize_bytes(const schedule::op& o) {
-    if (o.format == schedule::gemm_format::native || !has_problem(o)) return 0;
-    const schedule::op_type t = o.key.type;
-    // The weight gradient reads both operands as the forward and input gradient cast them; TE
-    // fuses the cast before qkv and fc1 into their norm (LayerNormLinear).
-    if (t == schedule::op_type::qkv_fprop || t == schedule::op_type::fc1_fprop || t == schedule::op_type::qkv_wgrad ||
-        t == schedule::op_type::proj_wgrad || t == schedule::op_type::fc1_wgrad || t == schedule::op_type::fc2_wgrad ||
-        t == schedule::op_type::experts_wgrad || t == schedule::op_type::shared_experts_wgrad ||
-        t == schedule::op_type::mtp_proj_wgrad)
-      return 0;
-    // Routed experts quantize both products' inputs: the tokens (k wide) and fc2's (n wide).
-    const std::int64_t width = routed_experts(t) ? o.gemm.k + o.gemm.n : o.gemm.k;
-    return quantize_bytes_per_element(o.format) * o.gemm.groups * o.gemm.m * width;
-  }
-  /// Transformer Engine's cast of a bf16 tensor for a quantized GEMM: read 2 bytes, write the
-  /// rows and their transpose (the weight gradient's operand) in the format: fp8 1 + 1 byte; fp4
-  /// half a byte each and an e4m3 scale per 16 (NVFP4's blocks), rounded to 3 bytes in all.
-  static constexpr std::int64_t quantize_bytes_per_element(schedule::gemm_format f) {
-    return f == schedule::gemm_format::fp8 ? 4 : f == schedule::gemm_format::fp4 ? 3 : 0;
-  }
-
  private:
   static std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
-  /// The memory-bound kernels around the op: its module's and the quantization of its input.
-  double memory_us(const schedule::op& o) const {
-    return static_cast<double>(o.memory_bytes + quantize_bytes(o)) / memory_rate_;
-  }
+  /// The memory-bound kernels of the op's module, around it.
+  double memory_us(const schedule::op& o) const { return static_cast<double>(o.memory_bytes) / memory_rate_; }
 
   /// The analytic time on `sms` SMs (no profile).
   double analytic_us(const schedule::op& o, int sms) const {
