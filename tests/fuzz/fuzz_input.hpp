@@ -208,6 +208,9 @@ inline std::vector<overlap::schedule::program> decode_step(byte_reader& in) {
       if (key % 8 == 1) o.key.at.chunk = small(2), o.key.at.bucket = small(2), o.key.at.split = small(4);
       if (key % 8 == 2) o.key.slot = static_cast<sc::op_type>(in.next<std::uint8_t>());
       if (key % 8 == 3) o.key.slot = sc::op_type::fc1_fprop;
+      if (key % 8 == 4) o.format = sc::gemm_format::fp8;
+      if (key % 8 == 5) o.format = sc::gemm_format::fp4;  // refused on a machine without fp4
+      if (key % 8 == 6) o.format = static_cast<sc::gemm_format>(3 + key / 8);  // no such format
       const auto shape = in.next<std::uint8_t>();
       static constexpr std::int64_t sizes[] = {0, 1, 128, 4096, -128, std::int64_t{1} << 31, std::int64_t{1} << 40,
                                                std::numeric_limits<std::int64_t>::max()};

@@ -1,7 +1,8 @@
 // libFuzzer target: bytes decode into a step of small programs and a class map; simulate() and
 // lower_bound(), of the full step and of the step the programs stand for under the map, either
 // throw std::invalid_argument or finish (libFuzzer's timeout catches a hang). A step that
-// verify() accepts simulates without an exception and, without SM contention (which verify does
+// verify() accepts simulates without an exception (but for a number format the machine has no
+// rate for) and, without SM contention (which verify does
 // not model), without a deadlock; a step that does not hang takes at least its lower bound; the
 // event loop's fast paths change no result.
 #include <cstddef>
@@ -9,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
+#include <string_view>
 
 #include <overlap/sim/bound.hpp>
 #include <overlap/sim/simulator.hpp>
@@ -44,8 +46,9 @@ void check(const std::vector<overlap::schedule::program>& step, overlap::sim::op
       std::fprintf(stderr, "verified step deadlocks in the simulator:\n%s", ideal.wait_for_graph.c_str());
       std::abort();
     }
-  } catch (const std::invalid_argument&) {
-    if (verified) std::abort();
+  } catch (const std::invalid_argument& e) {
+    // A verified step runs, unless it asks for a number format the machine has no rate for.
+    if (verified && std::string_view(e.what()).find("has no tensor cores") == std::string_view::npos) std::abort();
   }
 }
 }  // namespace
