@@ -13,10 +13,15 @@
 #include <overlap/sim/simulator.hpp>
 #include <overlap/verify/verify.hpp>
 
+#include "step_checks.hpp"
+
 namespace ov = overlap;
 namespace sc = overlap::schedule;
 
 namespace {
+using test_queries::find;
+using test_queries::reduced_bytes;
+
 /// h 256, 4 heads; q latent 64, kv latent 32, query/key heads 32 + 16 rotary, values 32; ffn 512,
 /// vocabulary 1000, 2 layers of 128 tokens.
 sc::workload small_mla() {
@@ -25,24 +30,10 @@ sc::workload small_mla() {
           .q_lora_rank = 64, .kv_lora_rank = 32, .qk_head_dim = 32, .qk_pos_emb_head_dim = 16, .v_head_dim = 32};
 }
 
-const sc::op& find(const sc::program& p, const sc::op_key& key) {
-  for (const auto& o : p.ops)
-    if (o.key == key) return o;
-  FAIL("no op " << sc::display_name(key));
-  throw std::logic_error("unreachable");
-}
-
 std::int64_t total_bytes(const sc::program& p, sc::op_type type, sc::op_type slot) {
   std::int64_t total = 0;
   for (const auto& o : p.ops)
     if (o.key.type == type && o.key.slot == slot && o.key.at.layer == 0 && o.key.at.micro_batch == 0) total += o.bytes;
-  return total;
-}
-
-std::int64_t reduced_bytes(const sc::program& p) {
-  std::int64_t total = 0;
-  for (const auto& o : p.ops)
-    if (o.key.type == sc::op_type::dp_grad_reduce) total += o.bytes;
   return total;
 }
 

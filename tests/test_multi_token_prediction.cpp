@@ -14,30 +14,18 @@
 #include <overlap/sim/simulator.hpp>
 #include <overlap/verify/verify.hpp>
 
+#include "step_checks.hpp"
+
 namespace ov = overlap;
 namespace sc = overlap::schedule;
 
 namespace {
-/// h 256, 4 heads in 2 query groups of 64, ffn 512, vocabulary 1000, 2 layers of 128 tokens.
-sc::workload small() {
-  return {.num_layers = 2, .micro_batches = 2, .seq_length = 128, .micro_batch_size = 1, .hidden_size = 256,
-          .ffn_hidden_size = 512, .num_attention_heads = 4, .num_query_groups = 2, .vocab_size = 1000};
-}
+using test_queries::find;
+using test_queries::index_of;
+using test_queries::reduced_bytes;
 
-std::size_t index_of(const sc::program& p, const sc::op_key& key) {
-  for (std::size_t i = 0; i < p.ops.size(); ++i)
-    if (p.ops[i].key == key) return i;
-  FAIL("no op " << sc::display_name(key));
-  return 0;
-}
-const sc::op& find(const sc::program& p, const sc::op_key& key) { return p.ops[index_of(p, key)]; }
-
-std::int64_t reduced_bytes(const sc::program& p) {
-  std::int64_t total = 0;
-  for (const auto& o : p.ops)
-    if (o.key.type == sc::op_type::dp_grad_reduce) total += o.bytes;
-  return total;
-}
+/// The small GQA model of step_checks.hpp.
+const auto small = test_queries::small_gqa;
 
 using plain = ov::config<ov::dp<2>, ov::precision<ov::dtype::bf16>>;
 using mtp1 = ov::config<ov::dp<2>, ov::precision<ov::dtype::bf16>, ov::mtp_num_layers<1>>;

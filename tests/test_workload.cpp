@@ -13,41 +13,21 @@
 #include <overlap/sim/simulator.hpp>
 #include <overlap/verify/verify.hpp>
 
+#include "step_checks.hpp"
+
 namespace ov = overlap;
 namespace sc = overlap::schedule;
 
 namespace {
-/// h 256, 4 heads in 2 query groups of head size 64, ffn 512, vocabulary 1000, 2 layers.
-sc::workload small_gqa() {
-  return {.num_layers = 2, .micro_batches = 2, .seq_length = 128, .micro_batch_size = 1, .hidden_size = 256,
-          .ffn_hidden_size = 512, .num_attention_heads = 4, .num_query_groups = 2, .vocab_size = 1000};
-}
-
-const sc::op& find(const sc::program& p, const sc::op_key& key) {
-  for (const auto& o : p.ops)
-    if (o.key == key) return o;
-  FAIL("no op " << sc::display_name(key));
-  throw std::logic_error("unreachable");
-}
-
-std::int64_t reduced_bytes(const sc::program& p) {
-  std::int64_t total = 0;
-  for (const auto& o : p.ops)
-    if (o.key.type == sc::op_type::dp_grad_reduce) total += o.bytes;
-  return total;
-}
+using test_queries::find;
+using test_queries::index_of;
+using test_queries::reduced_bytes;
+using test_queries::small_gqa;
 
 std::size_t count(const sc::program& p, bool (*pred)(const sc::op&)) {
   std::size_t n = 0;
   for (const auto& o : p.ops) n += pred(o);
   return n;
-}
-
-std::size_t index_of(const sc::program& p, const sc::op_key& key) {
-  for (std::size_t i = 0; i < p.ops.size(); ++i)
-    if (p.ops[i].key == key) return i;
-  FAIL("no op " << sc::display_name(key));
-  return 0;
 }
 
 using dp2 = ov::config<ov::dp<2>, ov::overlap_grad_reduce<>, ov::precision<ov::dtype::bf16>>;
