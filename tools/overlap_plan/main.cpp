@@ -28,6 +28,7 @@
 #include <overlap/settings/print.hpp>
 #include <overlap/sim/blackwell.hpp>
 #include <overlap/sim/machine.hpp>
+#include <overlap/sim/memory.hpp>
 #include <overlap/sim/profile_json.hpp>
 #include <overlap/trace/chrome_trace.hpp>
 #include <overlap/trace/svg_timeline.hpp>
@@ -635,6 +636,14 @@ int run_simulate(const cli& args, const overlap_plan::bridge_config& c) {
     written = {args.out + "/step.json", args.out + "/step_baseline.json", args.out + "/step.svg"};
   }
   const double gain = plan.baseline.step_time_us > 0 ? 1 - plan.overlap.step_time_us / plan.baseline.step_time_us : 0;
+  // The rank that keeps the most model state (one representative stands for its class).
+  ov::sim::model_state most;
+  int most_rank = 0;
+  for (const ov::schedule::program& p : plan.overlap_step)
+    if (const ov::sim::model_state m = ov::sim::model_state_of(p); m.total() > most.total()) {
+      most = m;
+      most_rank = p.rank;
+    }
   if (args.json_output) {
     json out = {{"config", args.config},
                 {"machine", args.machine},
@@ -647,6 +656,8 @@ int run_simulate(const cli& args, const overlap_plan::bridge_config& c) {
                 {"baseline", {{"step_time_us", plan.baseline.step_time_us}, {"exposed_comm_us", family_json(plan.baseline.exposed_comm_us)},
                               {"comm_us", family_json(plan.baseline.comm_us)}, {"deadlock", plan.baseline.deadlock}}},
                 {"gain", gain},
+                {"model_state", {{"rank", most_rank}, {"weights_bytes", most.weights}, {"gradients_bytes", most.gradients},
+                                 {"optimizer_bytes", most.optimizer}}},
                 {"files", written},
                 {"traced_ranks", traced}};
     std::cout << out.dump(2) << '\n';
@@ -668,6 +679,11 @@ int run_simulate(const cli& args, const overlap_plan::bridge_config& c) {
                 ("exposed " + std::string(ov::schedule::to_string(f)) + " comm").c_str(), plan.baseline.exposed_comm_us[i] / 1000,
                 plan.overlap.exposed_comm_us[i] / 1000, plan.overlap.comm_us[i] / 1000);
   }
+  constexpr double gib = 1024.0 * 1024 * 1024;
+  std::printf("\nmodel state: %.2f GiB on rank %d, the most (weights %.2f, gradients %.2f, optimizer %.2f GiB); "
+              "activations and communication buffers are not counted yet\n",
+              static_cast<double>(most.total()) / gib, most_rank, static_cast<double>(most.weights) / gib,
+              static_cast<double>(most.gradients) / gib, static_cast<double>(most.optimizer) / gib);
   if (plan.overlap.deadlock || plan.baseline.deadlock) std::printf("\nTHE STEP HANGS:\n%s", plan.overlap.wait_for_graph.c_str());
   for (const std::string& f : written) std::printf("wrote %s\n", f.c_str());
   if (!written.empty()) {

@@ -47,7 +47,8 @@ enum class buffer_kind : std::uint8_t {
   gradients,        ///< their accumulated gradients
   reduced_gradients,  ///< a bucket's reduced gradients
   parameter_shard,  ///< the parameters the optimizer updates (a bucket's shard)
-  loss
+  loss,
+  optimizer_state   ///< Adam's fp32 master weights and moments of what the optimizer updates
 };
 
 struct buffer {
@@ -131,6 +132,10 @@ struct program {
   std::vector<op> ops{};
   int num_events = 0;
   std::vector<buffer> buffers{};
+  /// The bytes of each buffer, by index into `buffers` (shorter, or 0: not sized). The generator
+  /// sizes what the rank keeps through the step: parameters, their gradients and the
+  /// optimizer's state.
+  std::vector<std::int64_t> buffer_bytes{};
 };
 
 // Names for reports, traces and tables.
@@ -188,6 +193,7 @@ constexpr std::string_view to_string(buffer_kind k) {
     case buffer_kind::reduced_gradients: return "reduced_gradients";
     case buffer_kind::parameter_shard: return "parameter_shard";
     case buffer_kind::loss: return "loss";
+    case buffer_kind::optimizer_state: return "optimizer_state";
   }
   return "buffer";
 }

@@ -143,8 +143,8 @@ inline std::vector<std::string> asymmetries(const std::vector<program>& programs
     if (a == &b) continue;
     const auto differ = [&](const std::string& what) { out.push_back(where + ": " + what); };
     if (a->streams.size() != b.streams.size() || a->comms.size() != b.comms.size() || a->ops.size() != b.ops.size() ||
-        a->num_events != b.num_events || a->buffers != b.buffers) {
-      differ("the programs differ in streams, communicators, ops, events or buffers");
+        a->num_events != b.num_events || a->buffers != b.buffers || a->buffer_bytes != b.buffer_bytes) {
+      differ("the programs differ in streams, communicators, ops, events or buffers (or their sizes)");
       continue;
     }
     bool same = true;

@@ -45,8 +45,8 @@ enum class structure_rule : std::uint8_t {
   event,       ///< event index out of range
   wait_order,  ///< a wait before any record of its event
   group,       ///< group members not consecutive, not on one stream, or not communication
-  buffer,      ///< buffer index out of range
-  size,        ///< negative or non-finite bytes or flops, or a GEMM shape out of range
+  buffer,      ///< buffer index out of range, or more buffer sizes than buffers
+  size,        ///< negative or non-finite bytes or flops (or buffer sizes), or a GEMM shape out of range
   key          ///< a key coordinate below -1, or a slot that is not a TP GEMM
 };
 
@@ -114,6 +114,15 @@ class structure_check {
         events_(p.num_events < 0 ? 0 : static_cast<std::size_t>(p.num_events)), recorded_(events_, p.ops.size(), false),
         position_(p.comms.size()) {
     if (p.num_events < 0) out_.push_back({-1, structure_rule::event, "num_events is " + std::to_string(p.num_events)});
+    if (p.buffer_bytes.size() > p.buffers.size())
+      out_.push_back({-1, structure_rule::buffer, "buffer_bytes sizes " + std::to_string(p.buffer_bytes.size()) +
+                                                      " buffers of " + std::to_string(p.buffers.size())});
+    for (std::size_t b = 0; b < p.buffer_bytes.size(); ++b)
+      if (p.buffer_bytes[b] < 0) {
+        out_.push_back({-1, structure_rule::size, "buffer " + std::to_string(b) + " has " +
+                                                     std::to_string(p.buffer_bytes[b]) + " bytes"});
+        break;
+      }
     for (std::size_t c = 0; c < p.comms.size(); ++c) position_[c] = member_index(p.comms[c], p.rank);
   }
 

@@ -75,6 +75,7 @@ class dp_buckets {
     }
     if (embedding_) embedding_comm_ = e.comm(embedding_->name, embedding_->ranks);
     if (!buckets_.empty()) dp_stream_ = e.add_stream(stream_role::dp_comm, -1);
+    size_state(plan);
   }
 
   /// How many buckets each chunk and group got (for tests and reports).
@@ -140,14 +141,23 @@ class dp_buckets {
     }
     // The optimizer reads the reduced buckets and the replicated tensors' own gradients, and
     // writes the bucket shards and the replicated tensors.
+    // The optimizer's state is read and written.
     std::vector<int> reduced = tensor_buffers(replicated_, true), shards = tensor_buffers(replicated_, false);
     for (std::size_t b = 0; b < buckets_.size(); ++b) {
       reduced.push_back(e_.buffer(bucket_buffer(buffer_kind::reduced_gradients, buckets_[b])));
       shards.push_back(e_.buffer(bucket_buffer(buffer_kind::parameter_shard, buckets_[b])));
+      const int state = e_.buffer(bucket_buffer(buffer_kind::optimizer_state, buckets_[b]));
+      reduced.push_back(state);
+      shards.push_back(state);
+    }
+    if (replicated_parameters_ > 0) {
+      const int state = e_.buffer({.kind = buffer_kind::optimizer_state});
+      reduced.push_back(state);
+      shards.push_back(state);
     }
     std::int64_t updated = replicated_parameters_;
     for (int part = 0; part < 2; ++part) updated += dist_opt_ ? reduced_parameters_[part] / size_[part] : reduced_parameters_[part];
-    // Adam: about 16 bytes of state per parameter of this rank's shard (or replica).
+    // Adam moves about 16 bytes per parameter of this rank's shard (or replica).
     e_.compute(compute_, {.type = op_type::optimizer_step}, 0, std::move(reduced), std::move(shards), 16 * updated);
   }
 
@@ -159,6 +169,35 @@ class dp_buckets {
     int missing = 0;  ///< uses whose last gradient is still to come
     int event = not_issued;
   };
+
+  /// Sizes what the rank keeps through the step: each tensor's parameters and gradients (the
+  /// tensors one op reads first share one buffer), and the optimizer's state of what it updates:
+  /// Adam's fp32 master weights and two moments, 12 bytes a parameter, of each bucket's shard
+  /// (the whole bucket without the distributed optimizer) and of the replicated tensors.
+  void size_state(const dp_plan& plan) {
+    std::vector<std::int64_t> held;  // parameters per buffer index
+    const auto add = [&](const buffer& b, std::int64_t n) {
+      const auto i = static_cast<std::size_t>(e_.buffer(b));
+      if (held.size() <= i) held.resize(i + 1, 0);
+      held[i] += n;
+    };
+    for (const auto& chunk : plan.chunks)
+      for (const auto& t : chunk) {
+        add(parameters(t.used_by, t.layer, t.expert), t.parameters);
+        add(gradients(t.used_by, t.layer, t.expert), t.parameters);
+      }
+    for (std::size_t i = 0; i < held.size(); ++i)
+      if (held[i] > 0) {
+        const buffer& b = e_.target().buffers[i];
+        e_.buffer(b, held[i] * (b.kind == buffer_kind::parameters ? param_bytes_ : grad_bytes_));
+      }
+    for (const bucket_state& k : buckets_)
+      e_.buffer(bucket_buffer(buffer_kind::optimizer_state, k),
+                adam_state_bytes * k.packed.parameters / (dist_opt_ ? size_[k.part] : 1));
+    if (replicated_parameters_ > 0)
+      e_.buffer({.kind = buffer_kind::optimizer_state}, adam_state_bytes * replicated_parameters_);
+  }
+  static constexpr std::int64_t adam_state_bytes = 12;
 
   static bool holds(const bucket_state& k, int holder, op_type used_by) {
     for (const auto& t : k.packed.tensors)

@@ -4,6 +4,7 @@
 /// builders can write into one program (the composed step) without clashing on event, group,
 /// stream, sequence or buffer numbers.
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <unordered_map>
@@ -90,6 +91,14 @@ class emitter {
     const auto [it, added] = buffers_.try_emplace(b, static_cast<int>(p_.buffers.size()));
     if (added) p_.buffers.push_back(b);
     return it->second;
+  }
+  /// The buffer `b` of `bytes` (the largest size it was given).
+  int buffer(const schedule::buffer& b, std::int64_t bytes) {
+    const int i = buffer(b);
+    const auto at = static_cast<std::size_t>(i);
+    if (p_.buffer_bytes.size() <= at) p_.buffer_bytes.resize(at + 1, 0);
+    p_.buffer_bytes[at] = std::max(p_.buffer_bytes[at], bytes);
+    return i;
   }
 
   /// Appends `o`, after the deferred record of its stream (all of them before a host sync).

@@ -178,9 +178,9 @@ class tp_builder {
   }
   /// The GEMM `type` on this rank over the whole micro-batch: forward m x k (tokens x input
   /// features) times k x n; its dgrad multiplies by the transposed weight, its wgrad the
-  /// transposed input by the output gradient.
-  /// MLA's qkv slot is its four projections as one GEMM of their summed flops: the hidden state
-  /// times a weight of as many columns as its parameters over hidden_size.
+  /// transposed input by the output gradient. MLA's qkv slot is its four projections as one GEMM
+  /// of their summed flops: the hidden state times a weight of as many columns as its parameters
+  /// over hidden_size.
   gemm_shape shape_of(op_type type) const {
     const std::int64_t t = w_.tokens(), h = w_.hidden_size, f = w_.ffn_hidden_size;
     const op_type weights = weights_of(type);
@@ -189,8 +189,8 @@ class tp_builder {
     const gemm_shape fwd = weights == op_type::qkv_fprop        ? gemm_shape{t, qkv, h}
                            : weights == op_type::proj_fprop     ? gemm_shape{t, h, w_.attention_output_width() / tp_}
                            : weights == op_type::mtp_proj_fprop ? gemm_shape{t, h / tp_, 2 * h}
-                           : weights == op_type::fc1_fprop  ? gemm_shape{t, 2 * f / tp_, h}
-                                                            : gemm_shape{t, h, f / tp_};
+                           : weights == op_type::fc1_fprop      ? gemm_shape{t, 2 * f / tp_, h}
+                                                                : gemm_shape{t, h, f / tp_};
     if (type == weights) return fwd;
     const bool wgrad = type == op_type::qkv_wgrad || type == op_type::proj_wgrad || type == op_type::fc1_wgrad ||
                        type == op_type::fc2_wgrad || type == op_type::mtp_proj_wgrad;
