@@ -223,3 +223,26 @@ TEST_CASE("overrides follow Hydra: a key the config lacks, or one added twice, i
   CHECK(op::detail::edit_distance("paralel", "parallel") == 1);
   CHECK(op::detail::edit_distance("", "abc") == 3);
 }
+
+TEST_CASE("multi-latent attention, MTP layers and fp8 are read from a dump and simulate as read") {
+  const op::bridge_config c =
+      op::read_config(op::read_file(std::string(OVERLAP_SOURCE_DIR) + "/tests/plan/mla_mtp.yaml"),
+                      {.world_size = 16, .process_environment = false});
+  CHECK(c.workload.multi_latent_attention);
+  CHECK(c.workload.q_lora_rank == 384);
+  CHECK(c.workload.kv_lora_rank == 128);
+  CHECK(c.workload.qk_head_dim == 64);
+  CHECK(c.workload.qk_pos_emb_head_dim == 32);
+  CHECK(c.workload.v_head_dim == 64);
+  CHECK(c.workload.pipeline_layout == "Etttt|ttttmL");
+  CHECK(c.settings.mtp_num_layers == 1);
+  CHECK(c.settings.fp8);
+  CHECK_FALSE(c.settings.fp4);
+  CHECK(c.settings.recompute_modules.contains(ov::module::mla_up_proj));
+  CHECK(c.not_modelled.empty());
+  // A model without MLA: its sizes absent, nothing missing; q_lora_rank null is none.
+  CHECK(read_example("dense_tp_pp_dp.yaml").missing_workload.empty());
+  op::document doc = op::read_file(std::string(OVERLAP_SOURCE_DIR) + "/tests/plan/mla_mtp.yaml");
+  op::apply_override(doc, "model.q_lora_rank=null");
+  CHECK(op::read_config(doc, {.world_size = 16, .process_environment = false}).workload.q_lora_rank == 0);
+}
