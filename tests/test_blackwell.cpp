@@ -20,6 +20,12 @@ TEST_CASE("the presets hold the published figures") {
   CHECK(b200.peak_flops_per_us == 2250e6);
   CHECK(gb300.peak_flops_per_us == 2500e6);
   CHECK(b200.memory_bytes_per_us == 7.7e6);
+  CHECK(b200.memory_capacity_bytes == 180e9);
+  CHECK(b300.memory_capacity_bytes == 288e9);
+  CHECK(gb200.memory_capacity_bytes == 186e9);
+  CHECK(gb300.memory_capacity_bytes == 288e9);
+  CHECK(ov::sim::h100_node().memory_capacity_bytes == 80e9);
+  CHECK(ov::sim::h200_node().memory_capacity_bytes == 141e9);
   CHECK(gb200.gpus_per_node == 72);
   CHECK(b300.gpus_per_node == 8);
   CHECK(b200.network_bytes_per_us == 48e3);  // ConnectX-7

@@ -657,7 +657,8 @@ int run_simulate(const cli& args, const overlap_plan::bridge_config& c) {
                               {"comm_us", family_json(plan.baseline.comm_us)}, {"deadlock", plan.baseline.deadlock}}},
                 {"gain", gain},
                 {"model_state", {{"rank", most_rank}, {"weights_bytes", most.weights}, {"gradients_bytes", most.gradients},
-                                 {"optimizer_bytes", most.optimizer}}},
+                                 {"optimizer_bytes", most.optimizer},
+                                 {"gpu_memory_bytes", cost.machine().memory_capacity_bytes}}},
                 {"files", written},
                 {"traced_ranks", traced}};
     std::cout << out.dump(2) << '\n';
@@ -679,11 +680,15 @@ int run_simulate(const cli& args, const overlap_plan::bridge_config& c) {
                 ("exposed " + std::string(ov::schedule::to_string(f)) + " comm").c_str(), plan.baseline.exposed_comm_us[i] / 1000,
                 plan.overlap.exposed_comm_us[i] / 1000, plan.overlap.comm_us[i] / 1000);
   }
-  constexpr double gib = 1024.0 * 1024 * 1024;
-  std::printf("\nmodel state: %.2f GiB on rank %d, the most (weights %.2f, gradients %.2f, optimizer %.2f GiB); "
-              "activations and communication buffers are not counted yet\n",
-              static_cast<double>(most.total()) / gib, most_rank, static_cast<double>(most.weights) / gib,
-              static_cast<double>(most.gradients) / gib, static_cast<double>(most.optimizer) / gib);
+  const double gb = 1e9, capacity = cost.machine().memory_capacity_bytes;
+  std::printf("\nmodel state: %.2f GB on rank %d, the most (weights %.2f, gradients %.2f, optimizer %.2f GB)",
+              static_cast<double>(most.total()) / gb, most_rank, static_cast<double>(most.weights) / gb,
+              static_cast<double>(most.gradients) / gb, static_cast<double>(most.optimizer) / gb);
+  if (capacity > 0) std::printf(", %.0f %% of the GPU's %.0f GB", 100 * static_cast<double>(most.total()) / capacity, capacity / gb);
+  std::printf("; activations and communication buffers are not counted yet\n");
+  if (capacity > 0 && static_cast<double>(most.total()) > capacity)
+    std::fprintf(stderr, "overlap-plan simulate: warning: the model state alone (%.2f GB on rank %d) exceeds the GPU's %.0f GB: "
+                 "the run cannot fit\n", static_cast<double>(most.total()) / gb, most_rank, capacity / gb);
   if (plan.overlap.deadlock || plan.baseline.deadlock) std::printf("\nTHE STEP HANGS:\n%s", plan.overlap.wait_for_graph.c_str());
   for (const std::string& f : written) std::printf("wrote %s\n", f.c_str());
   if (!written.empty()) {

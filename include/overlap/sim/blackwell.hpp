@@ -14,6 +14,8 @@
 ///   (NVIDIA publishes no per-product count; Blackwell Ultra's 160 is the full die).
 /// - bf16 dense: 2,250 TFLOP/s B200 and B300, 2,500 GB200 and GB300 (NVIDIA's GB200 NVL72 / HGX
 ///   B200 table: 5 and 4.5 PF with sparsity; developer.nvidia.com "Inside NVIDIA Blackwell Ultra").
+/// - HBM3e capacity per GPU: 180 GB B200 (HGX B200: 1.4 TB for 8), 288 GB B300 and GB300
+///   (Blackwell Ultra), 186 GB GB200 (GB200 NVL72: 13.4 TB for 72); NVIDIA's product pages.
 /// - HBM3e: 7.7 TB/s B200 (pytorch/ao PR #4002: a 7,680-bit bus at 3,996 MHz), 8 TB/s the others
 ///   (NVIDIA product pages). Memory-bound kernels: CUB's transform reaches 6.72 TB/s on B200
 ///   (NVIDIA/cccl PR #7391): 0.876.
@@ -65,12 +67,13 @@ namespace overlap::sim {
 
 namespace detail {
 /// What the four Blackwell presets share (the B200's kernels and links).
-inline machine blackwell(std::string name, int sms, double bf16_tflops, double hbm_tbs, int gpus_per_node,
-                         double nic_gbs, double max_clock_mhz, double fp4_speedup) {
+inline machine blackwell(std::string name, int sms, double bf16_tflops, double hbm_tbs, double hbm_gb,
+                         int gpus_per_node, double nic_gbs, double max_clock_mhz, double fp4_speedup) {
   return machine{.name = std::move(name),
                  .sms = sms,
                  .peak_flops_per_us = bf16_tflops * 1e6,
                  .memory_bytes_per_us = hbm_tbs * 1e6,
+                 .memory_capacity_bytes = hbm_gb * 1e9,
                  .gpus_per_node = gpus_per_node,
                  .nvlink_bytes_per_us = 720e3,
                  .nvlink_latency_us = 2.5,
@@ -98,12 +101,12 @@ inline machine blackwell(std::string name, int sms, double bf16_tflops, double h
 }  // namespace detail
 
 /// An 8-GPU HGX B200 node.
-inline machine b200_node() { return detail::blackwell("b200", 148, 2250, 7.7, 8, 48, 1965, 1.81); }
+inline machine b200_node() { return detail::blackwell("b200", 148, 2250, 7.7, 180, 8, 48, 1965, 1.81); }
 /// An 8-GPU HGX B300 node.
-inline machine b300_node() { return detail::blackwell("b300", 148, 2250, 8, 8, 96, 2032, 1.98); }
+inline machine b300_node() { return detail::blackwell("b300", 148, 2250, 8, 288, 8, 96, 2032, 1.98); }
 /// A GB200 NVL72 rack: 72 GPUs in one NVLink domain.
-inline machine gb200_nvl72() { return detail::blackwell("gb200", 152, 2500, 8, 72, 48, 2062, 1.81); }
+inline machine gb200_nvl72() { return detail::blackwell("gb200", 152, 2500, 8, 186, 72, 48, 2062, 1.81); }
 /// A GB300 NVL72 rack: 72 GPUs in one NVLink domain.
-inline machine gb300_nvl72() { return detail::blackwell("gb300", 152, 2500, 8, 72, 96, 2070, 1.98); }
+inline machine gb300_nvl72() { return detail::blackwell("gb300", 152, 2500, 8, 288, 72, 96, 2070, 1.98); }
 
 }  // namespace overlap::sim

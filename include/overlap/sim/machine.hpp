@@ -23,6 +23,7 @@ struct machine {
   int sms = 132;                    ///< streaming multiprocessors per GPU
   double peak_flops_per_us = 0;     ///< dense bf16 tensor throughput of the whole GPU
   double memory_bytes_per_us = 0;   ///< HBM bandwidth
+  double memory_capacity_bytes = 0; ///< HBM a GPU has (0: not said)
   int gpus_per_node = 8;
   double nvlink_bytes_per_us = 0;   ///< per GPU, per direction, inside a node: collectives' bus bandwidth
   double nvlink_latency_us = 0;     ///< per ring step / message inside a node
@@ -191,6 +192,7 @@ inline machine h100_node() {
              .sms = 132,
              .peak_flops_per_us = 989.4e6,
              .memory_bytes_per_us = 3.35e6,
+             .memory_capacity_bytes = 80e9,
              .gpus_per_node = 8,
              .nvlink_bytes_per_us = 360e3,
              .nvlink_latency_us = 2.5,
@@ -220,10 +222,12 @@ inline machine h100_node() {
 
 /// An 8-GPU H200 node: the H100's links and host; compute and memory as measured on an H200
 /// (`h200_profile()`: its GEMM, grouped-GEMM and attention tables, its sustained rate at the power
-/// limit, and its device copy at 4.27 TB/s of the 4.8 TB/s HBM3e of NVIDIA's product page).
+/// limit, and its device copy at 4.27 TB/s of the 4.8 TB/s HBM3e of NVIDIA's product page), and
+/// its 141 GB (the H100 SXM's 80 GB: the same page).
 inline machine h200_node() {
   machine m = with_profile(h100_node(), h200_profile());
   m.name = "h200";
+  m.memory_capacity_bytes = 141e9;
   return m;
 }
 
