@@ -9,12 +9,11 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
-#include <map>
 #include <optional>
 #include <set>
 #include <sstream>
 #include <string>
-#include <tuple>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -95,17 +94,33 @@ struct cli {
   throw input_error(what + " (overlap-plan --help)");
 }
 
-/// The node presets by name: the GPU names of `--gpu` that have one.
-const std::map<std::string, ov::sim::machine (*)()>& node_presets() {
-  static const std::map<std::string, ov::sim::machine (*)()> presets{
-      {"h100", ov::sim::h100_node},   {"h200", ov::sim::h200_node},   {"b200", ov::sim::b200_node},
-      {"b300", ov::sim::b300_node},   {"gb200", ov::sim::gb200_nvl72}, {"gb300", ov::sim::gb300_nvl72}};
-  return presets;
+/// The node presets by name, in the order help and messages list them: the GPU names of `--gpu`
+/// that have one.
+struct node_preset {
+  std::string_view name;
+  ov::sim::machine (*make)();
+};
+constexpr node_preset node_presets[] = {{"h100", ov::sim::h100_node},   {"h200", ov::sim::h200_node},
+                                        {"b200", ov::sim::b200_node},   {"b300", ov::sim::b300_node},
+                                        {"gb200", ov::sim::gb200_nvl72}, {"gb300", ov::sim::gb300_nvl72}};
+
+const node_preset* preset_named(std::string_view name) {
+  for (const node_preset& p : node_presets)
+    if (p.name == name) return &p;
+  return nullptr;
+}
+
+/// The names of the presets `keep` holds for, as a list for people ("h100, h200, ...").
+std::string preset_list(bool (*keep)(const ov::sim::machine&) = nullptr) {
+  std::string out;
+  for (const node_preset& p : node_presets)
+    if (!keep || keep(p.make())) (out += out.empty() ? "" : ", ") += p.name;
+  return out;
 }
 
 std::vector<std::string> node_names() {
   std::vector<std::string> out;
-  for (const auto& [name, preset] : node_presets()) out.push_back(name);
+  for (const node_preset& p : node_presets) out.emplace_back(p.name);
   return out;
 }
 
@@ -490,23 +505,26 @@ std::string node_for(const cli& args, const overlap_plan::bridge_config& c) {
   const std::optional<ov::gpu_model> gpu = c.settings.gpu;
   if (!gpu) return "h100";
   const std::string name(ov::to_string(*gpu));
-  if (node_presets().contains(name)) return name;
-  throw input_error("no node preset for " + name + ": simulate on one with --machine (h100, h200, b200, b300, gb200, "
-                    "gb300), and give compute as measured on your GPU with --profile FILE (what overlap-profile writes there)");
+  if (preset_named(name)) return name;
+  throw input_error("no node preset for " + name + ": simulate on one with --machine (" + preset_list() +
+                    "), and give compute as measured on your GPU with --profile FILE (what overlap-profile writes there)");
 }
 
 /// The node of --machine; with --profile, computing as that profile measured. A recipe whose
 /// format the node has no tensor cores for (fp4 on Hopper) is an input error naming the way out.
 ov::sim::machine machine_of(const cli& args, const overlap_plan::bridge_config& c) {
-  ov::sim::machine m = node_presets().at(args.machine)();
+  ov::sim::machine m = preset_named(args.machine)->make();
   if (!args.profile.empty())
     m = ov::sim::with_profile(std::move(m), std::make_shared<const ov::sim::profile>(ov::sim::read_profile(args.profile)));
-  for (const auto& [on, speedup, field] : {std::tuple{c.settings.fp8, m.fp8_gemm_speedup, "fp8"},
-                                           std::tuple{c.settings.fp4, m.fp4_gemm_speedup, "fp4"}})
-    if (on && !(speedup > 0))
-      throw input_error(std::string(field) + " GEMMs (" + c.path_of.at(field) + ") need " + field +
-                        " tensor cores, which the " + args.machine + " node has not: give the recipe's GPU with --gpu "
-                        "(b200, b300, gb200, gb300) or --machine");
+  const auto refuse = [&](const char* field, bool (*has)(const ov::sim::machine&)) {
+    throw input_error(std::string(field) + " GEMMs (" + c.path_of.at(field) + ") need " + field +
+                      " tensor cores, which the " + args.machine + " node has not: give the recipe's GPU with --gpu (" +
+                      preset_list(has) + ") or --machine");
+  };
+  constexpr auto has_fp8 = [](const ov::sim::machine& n) { return n.fp8_gemm_speedup > 0; };
+  constexpr auto has_fp4 = [](const ov::sim::machine& n) { return n.fp4_gemm_speedup > 0; };
+  if (c.settings.fp8 && !has_fp8(m)) refuse("fp8", has_fp8);
+  if (c.settings.fp4 && !has_fp4(m)) refuse("fp4", has_fp4);
   return m;
 }
 
