@@ -88,6 +88,7 @@ struct cli {
   bool json_output = false;
   bool strict = false;  ///< warnings (rules upstream lets run) stop the run too
   unsigned threads = 0;  ///< tune: 0 for one per core
+  std::optional<double> memory_limit_gb;  ///< simulate, tune: what a rank's step may take
 };
 
 [[noreturn]] void usage_error(const std::string& what) {
@@ -164,6 +165,10 @@ std::optional<cli> parse_args(int argc, char** argv) {
         ->check(CLI::IsMember(node_names()));
     sub->add_option("--profile", c.profile,
                     "compute as measured on your GPU: the JSON that overlap-profile writes there");
+    sub->add_option("--memory-limit", c.memory_limit_gb,
+                    "GB a rank's step may take (default: the GPU's memory less 3 GB for the CUDA context, cuBLAS "
+                    "and NCCL, and 5 % of the rest for the allocator's fragmentation)")
+        ->check(CLI::Range(0.001, 1e6));
   };
   std::vector<CLI::App*> subs;
   for (const command_text& x : commands) {
@@ -613,6 +618,33 @@ void write_trace_of(std::ostream& os, const std::vector<ov::schedule::program>& 
   ov::trace::write_chrome_trace(os, chosen, part, &classes);
 }
 
+/// The bytes a rank's step may take: --memory-limit, else what the GPU's memory leaves (0: not
+/// known).
+std::int64_t memory_limit_of(const cli& args, const ov::sim::machine& m) {
+  if (args.memory_limit_gb) return static_cast<std::int64_t>(*args.memory_limit_gb * 1e9);
+  return ov::sim::usable_bytes(m.memory_capacity_bytes);
+}
+
+/// The rank (a representative) whose step takes the most memory at its peak.
+struct rank_memory {
+  int rank = 0;
+  ov::sim::memory_peak peak{};
+};
+rank_memory most_memory(const std::vector<ov::schedule::program>& step, const ov::sim::result& simulated) {
+  const std::vector<ov::sim::memory_peak> peaks = ov::sim::peaks_in_time(step, simulated);
+  rank_memory most;
+  for (std::size_t k = 0; k < step.size(); ++k)
+    if (k == 0 || peaks[k].bytes > most.peak.bytes) most = {step[k].rank, peaks[k]};
+  return most;
+}
+
+json memory_json(const rank_memory& m) {
+  json uses = json::object();
+  for (std::size_t u = 0; u < ov::sim::memory_uses; ++u)
+    uses[std::string(ov::sim::to_string(static_cast<ov::sim::memory_use>(u))) + "_bytes"] = m.peak.by_use[u];
+  return {{"rank", m.rank}, {"peak_bytes", m.peak.bytes}, {"at_us", m.peak.at_us}, {"at_peak", uses}};
+}
+
 int run_simulate(const cli& args, const overlap_plan::bridge_config& c) {
   require_workload(c);
   const ov::sim::cost_model cost(machine_of(args, c));
@@ -654,14 +686,9 @@ int run_simulate(const cli& args, const overlap_plan::bridge_config& c) {
     written = {args.out + "/step.json", args.out + "/step_baseline.json", args.out + "/step.svg"};
   }
   const double gain = plan.baseline.step_time_us > 0 ? 1 - plan.overlap.step_time_us / plan.baseline.step_time_us : 0;
-  // The rank that keeps the most model state (one representative stands for its class).
-  ov::sim::model_state most;
-  int most_rank = 0;
-  for (const ov::schedule::program& p : plan.overlap_step)
-    if (const ov::sim::model_state m = ov::sim::model_state_of(p); m.total() > most.total()) {
-      most = m;
-      most_rank = p.rank;
-    }
+  // The rank whose step takes the most memory (one representative stands for its class).
+  const rank_memory most = most_memory(plan.overlap_step, plan.overlap), most_off = most_memory(plan.baseline_step, plan.baseline);
+  const std::int64_t limit = memory_limit_of(args, cost.machine());
   if (args.json_output) {
     json out = {{"config", args.config},
                 {"machine", args.machine},
@@ -674,9 +701,9 @@ int run_simulate(const cli& args, const overlap_plan::bridge_config& c) {
                 {"baseline", {{"step_time_us", plan.baseline.step_time_us}, {"exposed_comm_us", family_json(plan.baseline.exposed_comm_us)},
                               {"comm_us", family_json(plan.baseline.comm_us)}, {"deadlock", plan.baseline.deadlock}}},
                 {"gain", gain},
-                {"model_state", {{"rank", most_rank}, {"weights_bytes", most.weights}, {"gradients_bytes", most.gradients},
-                                 {"optimizer_bytes", most.optimizer},
-                                 {"gpu_memory_bytes", cost.machine().memory_capacity_bytes}}},
+                {"memory", {{"overlap", memory_json(most)}, {"baseline", memory_json(most_off)},
+                            {"gpu_memory_bytes", cost.machine().memory_capacity_bytes},
+                            {"limit_bytes", limit}, {"fits", limit == 0 || most.peak.bytes <= limit}}},
                 {"files", written},
                 {"traced_ranks", traced}};
     std::cout << out.dump(2) << '\n';
@@ -698,15 +725,23 @@ int run_simulate(const cli& args, const overlap_plan::bridge_config& c) {
                 ("exposed " + std::string(ov::schedule::to_string(f)) + " comm").c_str(), plan.baseline.exposed_comm_us[i] / 1000,
                 plan.overlap.exposed_comm_us[i] / 1000, plan.overlap.comm_us[i] / 1000);
   }
-  const double gb = 1e9, capacity = cost.machine().memory_capacity_bytes;
-  std::printf("\nmodel state: %.2f GB on rank %d, the most (weights %.2f, gradients %.2f, optimizer %.2f GB)",
-              static_cast<double>(most.total()) / gb, most_rank, static_cast<double>(most.weights) / gb,
-              static_cast<double>(most.gradients) / gb, static_cast<double>(most.optimizer) / gb);
-  if (capacity > 0) std::printf(", %.0f %% of the GPU's %.0f GB", 100 * static_cast<double>(most.total()) / capacity, capacity / gb);
-  std::printf("; activations and communication buffers are not counted yet\n");
-  if (capacity > 0 && static_cast<double>(most.total()) > capacity)
-    std::fprintf(stderr, "overlap-plan simulate: warning: the model state alone (%.2f GB on rank %d) exceeds the GPU's %.0f GB: "
-                 "the run cannot fit\n", static_cast<double>(most.total()) / gb, most_rank, capacity / gb);
+  const auto gb = [](std::int64_t bytes) { return static_cast<double>(bytes) / 1e9; };
+  std::printf("\n%-22s %11.2f GB %11.2f GB   (rank %d, at %.2f ms)\n", "peak memory", gb(most_off.peak.bytes),
+              gb(most.peak.bytes), most.rank, most.peak.at_us / 1000);
+  for (std::size_t u = 0; u < ov::sim::memory_uses; ++u)
+    std::printf("%-22s %11.2f GB %11.2f GB\n", ("  " + std::string(ov::sim::to_string(static_cast<ov::sim::memory_use>(u)))).c_str(),
+                gb(most_off.peak.by_use[u]), gb(most.peak.by_use[u]));
+  if (limit > 0) {
+    const bool fits = most.peak.bytes <= limit;
+    std::printf("%s: a rank may take %.2f GB (%s)\n", fits ? "fits" : "DOES NOT FIT", gb(limit),
+                args.memory_limit_gb ? "--memory-limit"
+                                     : ("of the GPU's " + std::to_string(std::lround(gb(cost.machine().memory_capacity_bytes))) +
+                                        " GB, less 3 GB and 5 % for the CUDA context, NCCL and the allocator").c_str());
+    if (!fits)
+      std::fprintf(stderr, "overlap-plan simulate: warning: rank %d needs %.2f GB at its peak, more than the %.2f GB it may "
+                   "take: the run will not fit (recompute activations, fewer micro-batches in flight, or more ranks)\n",
+                   most.rank, gb(most.peak.bytes), gb(limit));
+  }
   if (plan.overlap.deadlock || plan.baseline.deadlock) std::printf("\nTHE STEP HANGS:\n%s", plan.overlap.wait_for_graph.c_str());
   for (const std::string& f : written) std::printf("wrote %s\n", f.c_str());
   if (!written.empty()) {
@@ -742,12 +777,13 @@ int run_tune(const cli& args, const overlap_plan::document& doc, const overlap_p
   const auto started = std::chrono::steady_clock::now();
   require_workload(c);
   const ov::sim::cost_model cost(machine_of(args, c));
+  const std::int64_t limit = memory_limit_of(args, cost.machine());
   ov::plan::tune_result t;
   {
     progress bar(!args.json_output);
     try {
       t = ov::plan::tune(c.settings, c.workload, cost, args.threads,
-                         [&](std::size_t done, std::size_t planned) { bar.update(done, planned); });
+                         [&](std::size_t done, std::size_t planned) { bar.update(done, planned); }, limit);
     } catch (const std::invalid_argument& e) {
       throw input_error(args.config + ": " + e.what());
     }
@@ -771,7 +807,7 @@ int run_tune(const cli& args, const overlap_plan::document& doc, const overlap_p
     json out = {{"config", args.config}, {"machine", args.machine},
                 {"profile", args.profile.empty() ? json(nullptr) : json(args.profile)},
                 {"knobs", json::array()}, {"ranked", json::array()},
-                {"rejected", t.rejected}, {"rejected_by", t.rejected_by},
+                {"rejected", t.rejected}, {"rejected_by", t.rejected_by}, {"memory_limit_bytes", limit},
                 {"overlap_off_step_time_us", t.overlap_off.step_time_us},
                 {"given_step_time_us", given_us}, {"best_overrides", overrides}, {"best_yaml", yaml}, {"seconds", seconds}};
     for (const ov::plan::knob& k : t.knobs) {
@@ -782,6 +818,7 @@ int run_tune(const cli& args, const overlap_plan::document& doc, const overlap_p
     for (std::size_t i = 0; i < t.ranked.size(); ++i) {
       const ov::plan::tune_candidate& e = t.tried[t.ranked[i]];
       out["ranked"].push_back({{"rank", i + 1}, {"combination", label(e)}, {"step_time_us", e.simulated.step_time_us},
+                               {"peak_memory_bytes", e.peak_bytes},
                                {"gain_vs_config", 1 - e.simulated.step_time_us / given_us},
                                {"exposed_comm_us", family_json(e.simulated.exposed_comm_us)},
                                {"overrides", overrides_between(c, doc, c.settings, e.tried)}});
@@ -797,19 +834,27 @@ int run_tune(const cli& args, const overlap_plan::document& doc, const overlap_p
     for (const auto& [why, n] : t.rejected_by) (text += text.empty() ? "" : ", ") += why + " x" + std::to_string(n);
     std::printf("  rejected (a combination may break several rules): %s\n", text.c_str());
   }
+  if (limit > 0)
+    std::printf("  a rank may take %.2f GB (%s); peak_GB: the most a rank's step takes, over issue order\n",
+                static_cast<double>(limit) / 1e9, args.memory_limit_gb ? "--memory-limit" : "the GPU's memory less the margin");
   for (const ov::plan::knob& k : t.knobs) {
     std::printf("  %-28s", k.name.c_str());
     for (const ov::plan::knob_choice& ch : k.choices) std::printf(" [%s]", ch.label.c_str());
     std::printf("\n");
   }
-  std::printf("\nevery overlap off: %.2f ms; as configured: %.2f ms\n\n", t.overlap_off.step_time_us / 1000, given_us / 1000);
-  std::printf("%4s %10s %8s %9s %9s %9s %9s  %s\n", "rank", "step_ms", "gain", "tp_ms", "dp_ms", "pp_ms", "ep_ms", "combination");
+  std::printf("\nevery overlap off: %.2f ms; as configured: %.2f ms%s\n\n", t.overlap_off.step_time_us / 1000, given_us / 1000,
+              given.too_big ? (", which does not fit (" + std::to_string(std::lround(static_cast<double>(given.peak_bytes) / 1e9)) +
+                               " GB a rank)").c_str()
+                            : "");
+  std::printf("%4s %10s %8s %9s %9s %9s %9s %8s  %s\n", "rank", "step_ms", "gain", "tp_ms", "dp_ms", "pp_ms", "ep_ms", "peak_GB",
+              "combination");
   for (std::size_t i = 0; i < t.ranked.size(); ++i) {
     const ov::plan::tune_candidate& e = t.tried[t.ranked[i]];
     const auto x = [&](ov::schedule::family f) { return e.simulated.exposed_comm_us[static_cast<std::size_t>(f)] / 1000; };
-    std::printf("%4zu %10.2f %7.1f%% %9.2f %9.2f %9.2f %9.2f  %s\n", i + 1, e.simulated.step_time_us / 1000,
+    std::printf("%4zu %10.2f %7.1f%% %9.2f %9.2f %9.2f %9.2f %8.2f  %s\n", i + 1, e.simulated.step_time_us / 1000,
                 100 * (1 - e.simulated.step_time_us / given_us), x(ov::schedule::family::tp), x(ov::schedule::family::dp),
-                x(ov::schedule::family::pp), x(ov::schedule::family::ep), label(e).c_str());
+                x(ov::schedule::family::pp), x(ov::schedule::family::ep), static_cast<double>(e.peak_bytes) / 1e9,
+                label(e).c_str());
   }
   std::printf("(gain: against the config as configured; *_ms: exposed communication per family; the combination\n"
               " lists the knobs changed from the config)\n");

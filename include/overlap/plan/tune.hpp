@@ -4,7 +4,9 @@
 /// overlap knob is tried, including the ones the configuration sets: EP overlap (with and without
 /// delayed weight gradients), TP overlap and its userbuffer reduce-scatter slots, DP overlap
 /// (overlap_grad_reduce, overlap_param_gather, the bucket size), CUDA_DEVICE_MAX_CONNECTIONS and
-/// the p2p mode. Combinations the rule table rejects are counted by rule id, never simulated.
+/// the p2p mode. Combinations the rule table rejects are counted by rule id, never simulated;
+/// those whose step takes more memory than a rank may have (the peak over issue order,
+/// sim/memory.hpp) are simulated but dropped.
 /// The search is coordinate descent: each
 /// knob in turn takes its best choice with the others held, until a pass changes nothing (at most
 /// three passes); a knob changes only for a gain over 0.1 % of the step (below that the change is
@@ -14,6 +16,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <functional>
 #include <map>
 #include <stdexcept>
@@ -25,6 +28,7 @@
 #include <overlap/plan/parallel.hpp>
 #include <overlap/plan/plan.hpp>
 #include <overlap/rules/validate.hpp>
+#include <overlap/sim/memory.hpp>
 #include <overlap/settings/settings.hpp>
 
 namespace overlap::plan {
@@ -148,8 +152,10 @@ struct tune_candidate {
   bool failed = false;             ///< valid, but the step could not be built or hangs
   std::string failure;
   result simulated{};
+  std::int64_t peak_bytes = 0;  ///< the most memory a rank's step takes (over issue order)
+  bool too_big = false;         ///< more than the memory limit
 
-  bool usable() const { return rules.empty() && !failed; }
+  bool usable() const { return rules.empty() && !failed && !too_big; }
 };
 
 struct tune_result {
@@ -166,10 +172,14 @@ struct tune_result {
 };
 
 /// Searches `s`'s overlap knobs for workload `w` on `cost`'s machine, on up to `threads` threads
-/// (0: one per core); `progress(done, planned)` is called as combinations are simulated. `s`
-/// must be valid and its step buildable (else std::invalid_argument naming why).
+/// (0: one per core); `progress(done, planned)` is called as combinations are simulated. A
+/// combination whose rank takes more than `memory_limit` bytes (0: no limit) is dropped. `s`
+/// must be valid and its step buildable, and some combination must fit (else
+/// std::invalid_argument naming why).
 inline tune_result tune(const settings& s, const schedule::workload& w, const cost_model& cost, unsigned threads = 0,
-                        const std::function<void(std::size_t, std::size_t)>& progress = {}) {
+                        const std::function<void(std::size_t, std::size_t)>& progress = {},
+                        std::int64_t memory_limit = 0) {
+  if (memory_limit < 0) throw std::invalid_argument("plan::tune: memory_limit " + std::to_string(memory_limit) + " < 0");
   if (const report rep = validate(s); !rep.ok())
     throw std::invalid_argument("plan::tune: the configuration violates [" + std::string(rep.begin()->id) + "]");
   tune_result out;
@@ -197,7 +207,10 @@ inline tune_result tune(const settings& s, const schedule::workload& w, const co
       for (const diagnostic& d : validate(c.tried)) c.rules.emplace_back(d.id);
       if (!c.rules.empty()) return;
       try {
-        c.simulated = simulate_by_class(c.tried, w, cost, {}, /*intervals=*/false, &spaces[worker]).simulated;
+        class_simulation made = simulate_by_class(c.tried, w, cost, {}, /*intervals=*/false, &spaces[worker]);
+        c.simulated = std::move(made.simulated);
+        for (const schedule::program& p : made.step) c.peak_bytes = std::max(c.peak_bytes, sim::peak_in_issue_order(p).bytes);
+        c.too_big = memory_limit > 0 && c.peak_bytes > memory_limit;
         c.failed = c.simulated.deadlock;
         if (c.failed) c.failure = "hangs";
       } catch (const std::invalid_argument& e) {
@@ -221,7 +234,7 @@ inline tune_result tune(const settings& s, const schedule::workload& w, const co
     if (i == 0) evaluate_all({best});
     else out.overlap_off = simulate_by_class(detail::without_overlap(s, schedule::family::none), w, cost, {}, false).simulated;
   }, threads);
-  if (!out.configured().usable())
+  if (!out.configured().rules.empty() || out.configured().failed)
     throw std::invalid_argument("plan::tune: the configuration's step cannot be simulated: " + out.configured().failure);
   for (int pass = 0; pass < 3; ++pass) {
     bool changed = false;
@@ -248,6 +261,7 @@ inline tune_result tune(const settings& s, const schedule::workload& w, const co
     }
     ++out.rejected;
     if (c.failed) ++out.rejected_by["simulation: " + c.failure.substr(0, 80)];
+    if (c.too_big && !c.failed) ++out.rejected_by["memory: more than the limit"];
     for (const std::string& id : c.rules) ++out.rejected_by[id];
   }
   // By step time, ties to the combination that changes fewer knobs; the best found leads, ahead
@@ -260,6 +274,19 @@ inline tune_result tune(const settings& s, const schedule::workload& w, const co
     if (ta != tb) return ta < tb;
     return changes(a) < changes(b);
   });
+  if (out.ranked.empty()) {
+    std::int64_t least = out.configured().peak_bytes;
+    for (const tune_candidate& c : out.tried)
+      if (c.rules.empty() && !c.failed) least = std::min(least, c.peak_bytes);
+    const auto gb = [](std::int64_t bytes) {
+      char text[32];
+      std::snprintf(text, sizeof text, "%.2f GB", static_cast<double>(bytes) / 1e9);
+      return std::string(text);
+    };
+    throw std::invalid_argument("plan::tune: no combination fits in " + gb(memory_limit) +
+                                " a rank; the one that takes the least takes " + gb(least) +
+                                " (recompute activations, fewer micro-batches in flight, or more ranks)");
+  }
   const std::size_t best_index = seen.at(best);
   std::stable_partition(out.ranked.begin(), out.ranked.end(), [&](std::size_t i) { return i == best_index; });
   return out;

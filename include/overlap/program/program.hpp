@@ -47,8 +47,10 @@ enum class buffer_kind : std::uint8_t {
   gradients,        ///< their accumulated gradients
   reduced_gradients,  ///< a bucket's reduced gradients
   parameter_shard,  ///< the parameters the optimizer updates (a bucket's shard)
-  loss,
-  optimizer_state   ///< Adam's fp32 master weights and moments of what the optimizer updates
+  loss,             ///< the loss's saved state: the output layer's softmax over the vocabulary
+  optimizer_state,  ///< Adam's fp32 master weights and moments of what the optimizer updates
+  userbuffer        ///< a TP overlap slot's communication buffer (Transformer Engine's userbuffer), held
+                    ///< through the step; what its slot gathers, exchanges or reduces lives in it
 };
 
 struct buffer {
@@ -132,9 +134,10 @@ struct program {
   std::vector<op> ops{};
   int num_events = 0;
   std::vector<buffer> buffers{};
-  /// The bytes of each buffer, by index into `buffers` (shorter, or 0: not sized). The generator
-  /// sizes what the rank keeps through the step: parameters, their gradients and the
-  /// optimizer's state.
+  /// The bytes of each buffer, by index into `buffers` (shorter: 0 for the rest). 0 is a buffer
+  /// that takes no memory of its own: a view of another (a bucket of the gradient buffer, a
+  /// chunk inside a userbuffer). sim/memory.hpp turns sizes and the ops' reads and writes into
+  /// the memory a rank needs.
   std::vector<std::int64_t> buffer_bytes{};
 };
 
@@ -194,6 +197,7 @@ constexpr std::string_view to_string(buffer_kind k) {
     case buffer_kind::parameter_shard: return "parameter_shard";
     case buffer_kind::loss: return "loss";
     case buffer_kind::optimizer_state: return "optimizer_state";
+    case buffer_kind::userbuffer: return "userbuffer";
   }
   return "buffer";
 }

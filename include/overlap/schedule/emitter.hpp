@@ -119,11 +119,13 @@ class emitter {
   /// The format the quantized GEMMs (`runs_quantized`) of the ops that follow take their
   /// operands in: the fp8 or fp4 recipe of the config, or native.
   void quantize(gemm_format f) { quantized_ = f; }
+  /// The format the GEMMs of op type `t` take their operands in.
+  gemm_format format_of(op_type t) const { return runs_quantized(t) ? quantized_ : gemm_format::native; }
 
   void compute(int stream, op_key key, double flops, buffer_list reads, buffer_list writes,
                std::int64_t memory_bytes = 0, gemm_shape gemm = {}) {
     if (hooks_.before) hooks_.before(key);
-    push({.kind = op_kind::compute, .format = runs_quantized(key.type) ? quantized_ : gemm_format::native,
+    push({.kind = op_kind::compute, .format = format_of(key.type),
           .stream = stream, .key = key, .flops = flops, .gemm = gemm,
           .memory_bytes = memory_bytes, .reads = std::move(reads), .writes = std::move(writes)});
     if (hooks_.after) hooks_.after(key);

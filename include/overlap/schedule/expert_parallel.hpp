@@ -59,6 +59,15 @@ class moe_builder {
     hidden_ = w.hidden_size;
     norm_bytes_ = tokens_per_rank_ * hidden_ * element_bytes;
     routed_bytes_ = w.tokens() / tp * w.moe_router_topk * w.hidden_size * element_bytes;
+    // The router's scores (fp32) and the norm's output before it, which its weight gradient reads.
+    router_saved_bytes_ = tokens_per_rank_ * shape.experts * 4 + norm_bytes_;
+    // Each routed row's fc1 output (2 f, the SwiGLU's input) and the SwiGLU's output (fc2's
+    // input); "moe_act" recomputes the latter.
+    experts_saved_bytes_ = (shape.recompute_activation ? 2 : 3) * (w.tokens() / tp) * w.moe_router_topk *
+                           std::int64_t{w.moe_ffn_hidden_size} * element_bytes;
+    // The shared experts' output, and their fc1 and SwiGLU outputs over the whole sequence (their
+    // columns split over tp).
+    shared_saved_bytes_ = norm_bytes_ + 3 * w.tokens() * (shape.shared_ffn / tp) * std::int64_t{element_bytes};
     // The SwiGLU of the routed rows again: read fc1's 2 f, write f.
     activation_bytes_ = shape.recompute_activation && !shape.recompute_experts
                             ? 3 * (w.tokens() / tp) * w.moe_router_topk * std::int64_t{w.moe_ffn_hidden_size} * element_bytes
@@ -130,8 +139,18 @@ class moe_builder {
 
  private:
   op_key key(op_type type, location at) const { return {.type = type, .at = at, .recompute = recompute_}; }
-  int tokens(op_type of, location at) { return e_.buffer({.kind = buffer_kind::tokens, .of = of, .at = at}); }
-  int ws(op_type of, location at) { return e_.buffer({.kind = buffer_kind::workspace, .of = of, .at = at}); }
+  /// Routed rows of this rank's tokens (top-k of each), spread evenly: as many before and after
+  /// an all-to-all.
+  int tokens(op_type of, location at) {
+    return e_.buffer({.kind = buffer_kind::tokens, .of = of, .at = at}, routed_bytes_);
+  }
+  int ws(op_type of, location at) {
+    const std::int64_t bytes = of == op_type::router_fprop         ? router_saved_bytes_
+                               : of == op_type::experts_fprop        ? experts_saved_bytes_
+                               : of == op_type::shared_experts_fprop ? shared_saved_bytes_
+                                                                     : norm_bytes_;
+    return e_.buffer({.kind = buffer_kind::workspace, .of = of, .at = at}, bytes);
+  }
   int params(op_type type, location at) {
     return e_.buffer(parameters(weights_of(type), at.layer, weights_of(type) == op_type::experts_fprop && ep_ > 1));
   }
@@ -186,7 +205,7 @@ class moe_builder {
   }
   void experts_forward(location at) {
     experts(op_type::experts_fprop, at, {dispatched(at), params(op_type::experts_fprop, at)},
-            {tokens(op_type::experts_fprop, at)});
+            {tokens(op_type::experts_fprop, at), ws(op_type::experts_fprop, at)});
     if (shape_.shared_ffn > 0)
       compute(op_type::shared_experts_fprop, at, shared_flops_, {tp_attention_out_, params(op_type::shared_experts_fprop, at)},
               {ws(op_type::shared_experts_fprop, at)});
@@ -209,9 +228,10 @@ class moe_builder {
       recompute_ = false;
     }
     if (shape_.shared_ffn > 0) {
-      compute(op_type::shared_experts_dgrad, at, shared_flops_, {grad, params(op_type::shared_experts_dgrad, at)},
+      const int saved = ws(op_type::shared_experts_fprop, at);
+      compute(op_type::shared_experts_dgrad, at, shared_flops_, {grad, saved, params(op_type::shared_experts_dgrad, at)},
               {ws(op_type::shared_experts_dgrad, at)});
-      compute(op_type::shared_experts_wgrad, at, shared_flops_, {grad, grads(op_type::shared_experts_wgrad, at)},
+      compute(op_type::shared_experts_wgrad, at, shared_flops_, {grad, saved, grads(op_type::shared_experts_wgrad, at)},
               {grads(op_type::shared_experts_wgrad, at)});
     }
   }
@@ -222,19 +242,23 @@ class moe_builder {
       recompute_ = false;
     }
     const int grad = combined_grad(at);
-    experts(op_type::experts_dgrad, at, {grad, params(op_type::experts_dgrad, at), dispatched(at)},
+    experts(op_type::experts_dgrad, at,
+            {grad, params(op_type::experts_dgrad, at), dispatched(at), ws(op_type::experts_fprop, at)},
             {tokens(op_type::experts_dgrad, at)}, activation_bytes_);
     if (with_wgrad) experts_wgrad(at);
   }
   void experts_wgrad(location at) {
-    experts(op_type::experts_wgrad, at, {combined_grad(at), dispatched(at), grads(op_type::experts_wgrad, at)},
+    experts(op_type::experts_wgrad, at,
+            {combined_grad(at), dispatched(at), ws(op_type::experts_fprop, at), grads(op_type::experts_wgrad, at)},
             {grads(op_type::experts_wgrad, at)});
   }
   void backward_exit(tp_builder& tp, location at) {
     const int grad = ws(op_type::permute_bprop, at);
     compute(op_type::permute_bprop, at, 0, {dispatched_grad(at)}, {grad}, permute_bytes());
     // The router's backward runs the norm's backward and the residual gradient's add too.
-    compute(op_type::router_bprop, at, 2 * router_flops_, {grad, ws(op_type::router_fprop, at), grads(op_type::router_bprop, at)},
+    compute(op_type::router_bprop, at, 2 * router_flops_,
+            {grad, ws(op_type::router_fprop, at), tp.attention_output(at.layer, at.micro_batch),
+             grads(op_type::router_bprop, at)},
             {grads(op_type::router_bprop, at)}, (add_norm_backward_tensors + (shape_.recompute_norm ? 2 : 0)) * norm_bytes_);
     tp.attention_backward(at.layer, at.micro_batch, grad, e_.buffer(activation(at.layer, at.micro_batch)),
                           e_.buffer(activation_grad(at.layer, at.micro_batch)), shape_.delay_wgrad);
@@ -249,6 +273,8 @@ class moe_builder {
   std::int64_t routed_bytes_ = 0;
   std::int64_t activation_bytes_ = 0;  ///< the routed SwiGLU recomputed inside the experts' dgrad
   std::int64_t norm_bytes_ = 0;  ///< one tensor of the local tokens
+  /// What the router, the routed experts and the shared experts keep for their backward.
+  std::int64_t router_saved_bytes_ = 0, experts_saved_bytes_ = 0, shared_saved_bytes_ = 0;
   bool recompute_ = false;
   int chain_f_ = -1, chain_b_ = -1;
   int tp_attention_out_ = -1;

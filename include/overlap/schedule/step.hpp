@@ -366,6 +366,7 @@ class rank_builder {
     if (moe_) moe_->finish();
     if (pipe) pipe->finish();
     dp_->epilogue();
+    size_layer_boundaries();
     return std::move(p_);
   }
 
@@ -510,8 +511,27 @@ class rank_builder {
     if (moe_) moe_->flush();
   }
 
+  /// The hidden states between layers and their gradients (whoever wrote them: a layer, the
+  /// embedding, a pipeline receive) are this rank's tokens of the hidden state.
+  void size_layer_boundaries() {
+    p_.buffer_bytes.resize(p_.buffers.size(), 0);
+    for (std::size_t i = 0; i < p_.buffers.size(); ++i)
+      if (p_.buffers[i].kind == buffer_kind::activation || p_.buffers[i].kind == buffer_kind::activation_grad)
+        p_.buffer_bytes[i] = hidden_bytes();
+  }
   int params(op_type of) { return e_.buffer(parameters(of, -1)); }
   int grads(op_type of) { return e_.buffer(gradients(of, -1)); }
+  /// The final norm's output (this rank's tokens), which the output layer keeps for its weight
+  /// gradient, and the gradient that comes back through it.
+  int head_workspace(op_type of, location at) {
+    return e_.buffer({.kind = buffer_kind::workspace, .of = of, .at = at}, hidden_bytes());
+  }
+  /// The loss's state a micro-batch keeps from forward to backward: the softmax over this rank's
+  /// part of the vocabulary, in fp32 (Megatron's vocabulary-parallel cross entropy computes it
+  /// in fp32 from the logits and keeps it for the gradient).
+  int loss(location at) {
+    return e_.buffer({.kind = buffer_kind::loss, .at = at}, w_.tokens() * (w_.vocab_size / k_.ranks.tp()) * 4);
+  }
   double tokens() const { return static_cast<double>(w_.tokens()); }
   /// Bytes of one micro-batch's hidden states on this rank (a sequence-parallel shard).
   std::int64_t hidden_bytes() const { return k_.activation_bytes; }
@@ -556,21 +576,20 @@ class rank_builder {
   /// `hidden`, the output layer and the loss (fused). Vocabulary-parallel over tp: tokens x
   /// hidden times hidden x vocab / tp.
   void output_forward(int hidden, location at) {
-    const int normed = e_.buffer({.kind = buffer_kind::workspace, .of = op_type::layernorm_fprop, .at = at});
+    const int normed = head_workspace(op_type::layernorm_fprop, at);
     e_.compute(compute_, {.type = op_type::layernorm_fprop, .at = at}, 0,
                {e_.buffer(activation(hidden, at.micro_batch)), e_.buffer(parameters(op_type::layernorm_fprop, at.layer))},
                {normed}, 2 * hidden_bytes());
     e_.gemm(compute_, {.type = op_type::lm_head_fprop, .at = at}, {w_.tokens(), w_.vocab_size / k_.ranks.tp(), w_.hidden_size},
-            {normed, params(head_weights())}, {e_.buffer({.kind = buffer_kind::loss, .at = at})});
+            {normed, params(head_weights())}, {loss(at)});
   }
   /// Its backward; `adds` when the gradient of `hidden` holds another's already (an MTP layer's).
   void output_backward(int hidden, location at, bool adds) {
     const int mb = at.micro_batch;
     const double flops = 2 * w_.gemm_flops(w_.embedding_parameters()) / k_.ranks.tp();
-    const int normed_grad = e_.buffer({.kind = buffer_kind::workspace, .of = op_type::lm_head_bprop, .at = at});
+    const int normed_grad = head_workspace(op_type::lm_head_bprop, at);
     e_.compute(compute_, {.type = op_type::lm_head_bprop, .at = at}, flops,
-               {e_.buffer({.kind = buffer_kind::loss, .at = at}),
-                e_.buffer({.kind = buffer_kind::workspace, .of = op_type::layernorm_fprop, .at = at}),
+               {loss(at), head_workspace(op_type::layernorm_fprop, at),
                 params(head_weights()), grads(head_weights())},
                {normed_grad, grads(head_weights())});
     const int norm_grads = e_.buffer(gradients(op_type::layernorm_fprop, at.layer)), out = e_.buffer(activation_grad(hidden, mb));

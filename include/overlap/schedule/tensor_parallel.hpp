@@ -51,7 +51,16 @@ class tp_builder {
         element_bytes_(element_bytes), selective_(recompute), compute_(compute_stream),
         comm_stream_(tp_ > 1 ? e.add_stream(stream_role::tp_comm, -1) : compute_stream),
         ring_(tp_ > 1 ? e.add_stream(stream_role::tp_comm, -1) : compute_stream),
-        comm_(tp_ > 1 ? e.comm(tp_group.name, tp_group.ranks) : -1) {}
+        comm_(tp_ > 1 ? e.comm(tp_group.name, tp_group.ranks) : -1) {
+    if (tp_ == 1) return;
+    // Transformer Engine's initialize_ub gives every overlapped slot a buffer of the whole
+    // sequence's hidden state, [seq_length x micro_batch_size, hidden_size] (TP-12).
+#define OVERLAP_UB_BUFFER(name)                                                       \
+    if (slots_.name.method != ub::method::none)                                        \
+      e_.buffer({.kind = buffer_kind::userbuffer, .of = op_type::name}, whole(w_.hidden_size));
+    OVERLAP_UB_SLOTS(OVERLAP_UB_BUFFER)
+#undef OVERLAP_UB_BUFFER
+  }
 
   /// The buffer `attention_forward` returns: the attention's output, the MLP's input.
   int attention_output(int l, int mb) { return scattered_output(op_type::proj_fprop, {.layer = l, .micro_batch = mb}); }
@@ -80,7 +89,7 @@ class tp_builder {
     if (selective_.mlp) all_gather_gemm(op_type::fc1_fprop, slots_.fc1_fprop, at, saved, gemm(w_.fc1_parameters()));
     recompute_ = false;
     const double fc2 = gemm(w_.fc2_parameters()), fc1 = gemm(w_.fc1_parameters());
-    const int gathered = gathered_input(op_type::fc2_dgrad, at, grad);
+    const int gathered = gathered_input(op_type::fc2_dgrad, at, grad, slots_.fc2_dgrad);
     const int fc2_dgrad = all_gather_gemm(op_type::fc2_dgrad, slots_.fc2_dgrad, at, grad, fc2, gathered);
     weight_gradient(op_type::fc2_wgrad, at, {gathered, ws(op_type::fc1_fprop, at)}, -1);
     return column_backward(op_type::fc1_wgrad, op_type::fc1_dgrad, slots_.fc1_wgrad, slots_.fc1_dgrad, at,
@@ -96,7 +105,7 @@ class tp_builder {
       attention_core(op_type::attn_core_fprop, at, {ws(op_type::qkv_fprop, at)}, {ws(op_type::attn_core_fprop, at)});
     recompute_ = false;
     const double proj = gemm(w_.proj_parameters());
-    const int gathered = gathered_input(op_type::proj_dgrad, at, grad);
+    const int gathered = gathered_input(op_type::proj_dgrad, at, grad, slots_.proj_dgrad);
     const int proj_dgrad = all_gather_gemm(op_type::proj_dgrad, slots_.proj_dgrad, at, grad, proj, gathered);
     weight_gradient(op_type::proj_wgrad, at, {gathered, ws(op_type::attn_core_fprop, at)}, -1, defer_wgrad);
     const int core = ws(op_type::attn_core_bprop, at);
@@ -115,7 +124,7 @@ class tp_builder {
       gemm_op(op_type::mtp_proj_fprop, at, flops, {in}, out);
       return;
     }
-    const int gathered = gathered_input(op_type::mtp_proj_fprop, at, in), part = ws(op_type::mtp_proj_fprop, at);
+    const int gathered = gathered_input(op_type::mtp_proj_fprop, at, in, unoverlapped), part = ws(op_type::mtp_proj_fprop, at);
     collective(compute_, collective::all_gather, op_type::mtp_proj_fprop, at, gathered_bytes(op_type::mtp_proj_fprop),
                in, gathered);
     gemm_op(op_type::mtp_proj_fprop, at, flops, {gathered}, part);
@@ -160,7 +169,54 @@ class tp_builder {
   double gemm(std::int64_t parameters) const { return w_.gemm_flops(parameters) / tp_; }
   /// The tensors a recomputed norm moves (read its input, write its output), or none.
   std::int64_t norm_again() const { return selective_.layernorm ? 2 : 0; }
-  int ws(op_type of, location at) { return e_.buffer({.kind = buffer_kind::workspace, .of = of, .at = at}); }
+  int ws(op_type of, location at) {
+    return e_.buffer({.kind = buffer_kind::workspace, .of = of, .at = at}, at.split >= 0 ? 0 : workspace_bytes(of));
+  }
+  /// Bytes of a tensor `width` wide over the whole sequence of the micro-batch, or over this
+  /// rank's part of it (sequence parallel).
+  std::int64_t whole(std::int64_t width) const { return w_.tokens() * width * element_bytes_; }
+  std::int64_t local(std::int64_t width) const { return w_.tokens() / tp_ * width * element_bytes_; }
+  /// Bytes of `elements` of GEMM `gemm`'s input that Transformer Engine's module keeps for its
+  /// weight gradient: in the step's precision, or quantized as the GEMM takes it (fp8: a byte;
+  /// NVFP4: half a byte and an fp8 scale per 16).
+  std::int64_t saved_input(op_type gemm, std::int64_t elements) const {
+    switch (e_.format_of(gemm)) {
+      case gemm_format::fp8: return elements;
+      case gemm_format::fp4: return elements / 2 + elements / 16;
+      case gemm_format::native: break;
+    }
+    return elements * element_bytes_;
+  }
+  /// What the output of op type `of` takes (a split's part lives in its slot's userbuffer), with
+  /// what Transformer Engine's module keeps beside it for the backward:
+  /// - qkv_fprop: q, k and v of this rank's heads (`qkv_output_width`), and the norm's output that
+  ///   LayerNormLinear keeps (this rank's tokens) for the weight gradient;
+  /// - attn_core_fprop: the attention's output and the softmax's log-sum-exp per row and head
+  ///   (fp32), which flash attention keeps instead of the scores; quantized, the projection keeps
+  ///   its own copy of that output;
+  /// - fc1_fprop: fc1's output (2 ffn, the SwiGLU's input), the SwiGLU's (fc2's input) and the
+  ///   norm's output; fc2_dgrad: the gradient of fc1's output;
+  /// - proj_fprop, fc2_fprop, qkv_dgrad, fc1_dgrad, mtp_proj_dgrad: a row-parallel output's partial
+  ///   sums (or a gathered gradient), the whole sequence's hidden state;
+  /// - mtp_proj_fprop: this rank's columns of the projection, and its two normed inputs.
+  std::int64_t workspace_bytes(op_type of) const {
+    const std::int64_t h = w_.hidden_size, f = w_.ffn_hidden_size / tp_, t = w_.tokens();
+    switch (of) {
+      case op_type::qkv_fprop: return whole(w_.qkv_output_width() / tp_) + saved_input(op_type::qkv_fprop, t / tp_ * h);
+      case op_type::attn_core_fprop: {
+        const std::int64_t out = t * (w_.attention_output_width() / tp_);
+        return out * element_bytes_ + t * w_.num_attention_heads / tp_ * 4 +
+               (e_.format_of(op_type::proj_fprop) == gemm_format::native ? 0 : saved_input(op_type::proj_fprop, out));
+      }
+      case op_type::attn_core_bprop: return whole(w_.qkv_output_width() / tp_);
+      case op_type::proj_dgrad: return whole(w_.attention_output_width() / tp_);
+      case op_type::fc1_fprop:
+        return whole(2 * f) + saved_input(op_type::fc2_fprop, t * f) + saved_input(op_type::fc1_fprop, t / tp_ * h);
+      case op_type::fc2_dgrad: return whole(2 * f);
+      case op_type::mtp_proj_fprop: return whole(h / tp_) + local(2 * h);
+      default: return whole(h);
+    }
+  }
   int params(op_type type, int l) { return e_.buffer(parameters(weights_of(type), l)); }
   int grads(op_type type, int l) { return e_.buffer(gradients(weights_of(type), l)); }
   op_key key(op_type type, location at, op_type slot = op_type::none) const {
@@ -259,16 +315,20 @@ class tp_builder {
   void up_projections_again(location at, int saved) {
     const std::int64_t latent = w_.qkv_gathered_width();
     const gemm_shape shape{w_.tokens(), (w_.mla_up_parameters() + latent * tp_ - 1) / (latent * tp_), latent};
-    const int input = tp_ > 1 ? e_.buffer({.kind = buffer_kind::gathered, .of = op_type::qkv_fprop, .at = at}) : saved;
+    const int input = tp_ > 1 ? gathered_input(op_type::qkv_fprop, at, saved, slots_.qkv_fprop) : saved;
     e_.gemm(compute_, key(op_type::qkv_fprop, at), shape, {input, params(op_type::qkv_fprop, at.layer)},
             {ws(op_type::qkv_fprop, at)}, 2 * w_.tokens() * w_.rotary_width() / tp_ * element_bytes_);
   }
-  /// The buffer a slot's all-gather writes (or its input with tp 1).
-  int gathered_input(op_type slot, location at, int in) {
-    return tp_ > 1 ? e_.buffer({.kind = buffer_kind::gathered, .of = slot, .at = at}) : in;
+  /// The buffer a slot's all-gather writes (or its input with tp 1): inside the userbuffer of
+  /// `served` where it is overlapped, else a tensor of its own.
+  int gathered_input(op_type slot, location at, int in, const ub::slot& served) {
+    if (tp_ == 1) return in;
+    return e_.buffer({.kind = buffer_kind::gathered, .of = slot, .at = at},
+                     served.method == ub::method::none ? gathered_bytes(slot) : 0);
   }
+  /// The output of a reduce-scatter: this rank's tokens of the hidden state.
   int scattered_output(op_type slot, location at) {
-    return e_.buffer({.kind = buffer_kind::scattered, .of = slot, .at = at});
+    return e_.buffer({.kind = buffer_kind::scattered, .of = slot, .at = at}, local(w_.hidden_size));
   }
   void collective(int stream, collective c, op_type slot, location at, std::int64_t bytes, int in, int out,
                   int sms = -1) {
@@ -286,7 +346,7 @@ class tp_builder {
       gemm_op(type, at, flops, {in}, out);
       return out;
     }
-    if (gathered < 0) gathered = gathered_input(type, at, in);
+    if (gathered < 0) gathered = gathered_input(type, at, in, slot);
     if (slot.method != ub::method::ring_exchange) {
       const bool side = slot.method != ub::method::none;
       const int stream = side ? comm_stream_ : compute_;
@@ -374,8 +434,9 @@ class tp_builder {
   /// the slot's own buffer when -1).
   int column_backward(op_type wgrad, op_type dgrad, const ub::slot& wgrad_slot, const ub::slot& dgrad_slot,
                       location at, int grad, int saved, double flops, bool defer, int out) {
-    const int input = gathered_input(wgrad, at, saved);
     const bool bulk = tp_ > 1 && dgrad_slot.method == ub::method::bulk && wgrad_slot.method != ub::method::none;
+    // Gathered by the wgrad slot's userbuffer in bulk, else by NCCL into a tensor of its own.
+    const int input = gathered_input(wgrad, at, saved, bulk ? wgrad_slot : unoverlapped);
     if (!bulk) {
       // With TP overlap on, the input is gathered asynchronously under the dgrad GEMM, as TE does
       // outside userbuffers; with it off, in sequence.

@@ -69,6 +69,12 @@ struct workload {
   constexpr std::int64_t value_head_dim() const { return multi_latent_attention ? v_head_dim : head_size(); }
   /// Width of the attention's output before the projection (its heads' values).
   constexpr std::int64_t attention_output_width() const { return num_attention_heads * value_head_dim(); }
+  /// Width of the attention's query, key and value over all heads (what core attention reads):
+  /// GQA's key/value groups, MLA's per-head keys and values.
+  constexpr std::int64_t qkv_output_width() const {
+    const std::int64_t kv_heads = multi_latent_attention ? num_attention_heads : query_groups();
+    return num_attention_heads * query_head_dim() + kv_heads * (query_head_dim() + value_head_dim());
+  }
   /// Width of the rotary embedding's tensors (q and k, whole): all of GQA's q and k; MLA's
   /// rotary parts of q (per head) and of k (one for all heads).
   constexpr std::int64_t rotary_width() const {

@@ -1,22 +1,74 @@
 #pragma once
 /// @file
-/// Memory a rank needs for a step, from its program's sized buffers (`program::buffer_bytes`).
-/// So far the model state the rank keeps through the step: its parameters, their gradients
-/// (fp32 with grad_reduce_in_fp32, else the step's precision) and the optimizer's state (Adam's
-/// fp32 master weights and moments of what it updates: a shard of the data-parallel group's
-/// buckets with the distributed optimizer, of the expert data-parallel group's for experts).
-/// On a dense model with tp 1 this is Megatron-LM's compute_weight_and_optimizer_memory
-/// (theoretical_memory_usage.py): 6 + 12 / dp bytes a parameter with the distributed optimizer,
-/// 18 without, when gradients are reduced in fp32. With tp > 1 it divides the norms by tp as
-/// well, which every tp rank holds whole: here they are counted whole. Activations and
-/// communication buffers are not sized yet.
+/// Memory a rank needs for a step, from its program: the sized buffers (`program::buffer_bytes`)
+/// and the ops that write and read them.
+///
+/// What the rank keeps through the step is held from its start to its end: parameters, their
+/// gradients (fp32 with grad_reduce_in_fp32, else the step's precision), the optimizer's state
+/// (Adam's fp32 master weights and moments of what it updates: a shard of the data-parallel
+/// group's buckets with the distributed optimizer, of the expert data-parallel group's for
+/// experts) and the TP userbuffers. On a dense model with tp 1 the first three are Megatron-LM's
+/// compute_weight_and_optimizer_memory (theoretical_memory_usage.py): 6 + 12 / dp bytes a
+/// parameter with the distributed optimizer, 18 without, when gradients are reduced in fp32
+/// (with tp > 1 it divides the norms by tp as well, which every tp rank holds whole: here they
+/// are counted whole).
+///
+/// Everything else lives while its value is needed: from the op that writes it to the last op
+/// that reads it before it is written anew (a recomputed forward writes again what its backward
+/// reads; writes with no read between them fill one value in parts, as a ring's chunks do). Over
+/// issue order that is what PyTorch's caching allocator sees, freeing a tensor when the host
+/// drops it (`peak_in_issue_order`, no simulation needed); over a simulated timeline, from the
+/// writer's start to the last reader's end (`peak_in_time`).
 
+#include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
 
 #include <overlap/program/program.hpp>
+#include <overlap/sim/result.hpp>
 
 namespace overlap::sim {
+
+/// What a buffer's bytes are for.
+enum class memory_use : std::uint8_t { weights, gradients, optimizer, activations, communication };
+inline constexpr std::size_t memory_uses = 5;
+using per_use = std::array<std::int64_t, memory_uses>;
+
+constexpr memory_use use_of(schedule::buffer_kind k) {
+  using schedule::buffer_kind;
+  switch (k) {
+    case buffer_kind::parameters: return memory_use::weights;
+    case buffer_kind::gradients: return memory_use::gradients;
+    case buffer_kind::optimizer_state: return memory_use::optimizer;
+    case buffer_kind::gathered: case buffer_kind::ring_chunk: case buffer_kind::reduced_gradients:
+    case buffer_kind::parameter_shard: case buffer_kind::userbuffer:
+      return memory_use::communication;
+    default: return memory_use::activations;
+  }
+}
+constexpr std::string_view to_string(memory_use u) {
+  switch (u) {
+    case memory_use::weights: return "weights";
+    case memory_use::gradients: return "gradients";
+    case memory_use::optimizer: return "optimizer";
+    case memory_use::activations: return "activations";
+    case memory_use::communication: return "communication";
+  }
+  return "?";
+}
+/// Held from the step's start to its end, whatever reads or writes it.
+constexpr bool held_through_step(schedule::buffer_kind k) {
+  using schedule::buffer_kind;
+  return k == buffer_kind::parameters || k == buffer_kind::gradients || k == buffer_kind::optimizer_state ||
+         k == buffer_kind::userbuffer;
+}
 
 struct model_state {
   std::int64_t weights = 0, gradients = 0, optimizer = 0;  ///< bytes
@@ -24,19 +76,224 @@ struct model_state {
   friend constexpr bool operator==(const model_state&, const model_state&) = default;
 };
 
+namespace detail {
+inline std::int64_t bytes_of(const schedule::program& p, std::size_t b) {
+  return b < p.buffer_bytes.size() ? p.buffer_bytes[b] : 0;
+}
+}  // namespace detail
+
 /// The model state of the rank that runs `p`.
 inline model_state model_state_of(const schedule::program& p) {
   model_state m;
-  for (std::size_t i = 0; i < p.buffers.size() && i < p.buffer_bytes.size(); ++i) {
-    const std::int64_t bytes = p.buffer_bytes[i];
-    switch (p.buffers[i].kind) {
-      case schedule::buffer_kind::parameters: m.weights += bytes; break;
-      case schedule::buffer_kind::gradients: m.gradients += bytes; break;
-      case schedule::buffer_kind::optimizer_state: m.optimizer += bytes; break;
+  for (std::size_t i = 0; i < p.buffers.size(); ++i) {
+    const std::int64_t bytes = detail::bytes_of(p, i);
+    switch (use_of(p.buffers[i].kind)) {
+      case memory_use::weights: m.weights += bytes; break;
+      case memory_use::gradients: m.gradients += bytes; break;
+      case memory_use::optimizer: m.optimizer += bytes; break;
       default: break;
     }
   }
   return m;
+}
+
+/// What a step may take of a GPU with `capacity` bytes of memory: less `reserved_bytes` for the
+/// CUDA context with its kernels' modules, cuBLAS's workspaces and NCCL's buffers (each
+/// communicator keeps its channels' buffers, NCCL_BUFFSIZE 4 MiB apiece), and `fragmentation` of
+/// the rest, which PyTorch's caching allocator holds beyond what live tensors take. Both are
+/// assumptions, not measurements: a rank at 95 % of what this leaves is at the edge.
+inline constexpr std::int64_t reserved_bytes = 3'000'000'000;
+inline constexpr double fragmentation = 0.05;
+constexpr std::int64_t usable_bytes(std::int64_t capacity) {
+  return capacity <= reserved_bytes ? 0
+                                    : static_cast<std::int64_t>(static_cast<double>(capacity - reserved_bytes) * (1 - fragmentation));
+}
+
+/// One value of a buffer: it is written by op `first` and last read (or written) by op `last`
+/// (indices into program::ops, first <= last).
+struct live_range {
+  int buffer = 0;
+  int first = 0, last = 0;
+  friend constexpr bool operator==(const live_range&, const live_range&) = default;
+};
+
+/// The live ranges of `p`'s buffers that are not held through the step, ordered by `first`
+/// (sized or not). A value read before any op writes it came from before the step: it is live
+/// from op 0. Throws std::invalid_argument for a buffer index out of range.
+inline std::vector<live_range> live_ranges(const schedule::program& p) {
+  const std::size_t n = p.buffers.size();
+  std::vector<int> first(n, -1), last(n, -1);
+  std::vector<char> read_since(n, 0);
+  std::vector<live_range> out;
+  const auto check = [&](int b, std::size_t i) {
+    if (b < 0 || static_cast<std::size_t>(b) >= n)
+      throw std::invalid_argument("live_ranges: op " + std::to_string(i) + " names buffer " + std::to_string(b) +
+                                  " of " + std::to_string(n));
+    return static_cast<std::size_t>(b);
+  };
+  for (std::size_t i = 0; i < p.ops.size(); ++i) {
+    const schedule::op& o = p.ops[i];
+    const int at = static_cast<int>(i);
+    for (const int r : o.reads) {
+      const std::size_t b = check(r, i);
+      if (held_through_step(p.buffers[b].kind)) continue;
+      if (first[b] < 0) first[b] = 0;
+      last[b] = at;
+      read_since[b] = 1;
+    }
+    for (const int w : o.writes) {
+      const std::size_t b = check(w, i);
+      if (held_through_step(p.buffers[b].kind)) continue;
+      const bool reads_it = std::find(o.reads.begin(), o.reads.end(), w) != o.reads.end();
+      if (first[b] >= 0 && read_since[b] && !reads_it) {  // a new value: the old one died at its last read
+        out.push_back({w, first[b], last[b]});
+        first[b] = -1;
+      }
+      if (first[b] < 0) {
+        first[b] = at;
+        read_since[b] = 0;
+      }
+      last[b] = std::max(last[b], at);
+    }
+  }
+  for (std::size_t b = 0; b < n; ++b)
+    if (first[b] >= 0) out.push_back({static_cast<int>(b), first[b], last[b]});
+  std::sort(out.begin(), out.end(), [](const live_range& a, const live_range& b) {
+    return a.first != b.first ? a.first < b.first : a.buffer < b.buffer;
+  });
+  return out;
+}
+
+/// The most memory a rank's buffers take at once, and what takes it.
+struct memory_peak {
+  std::int64_t bytes = 0;
+  per_use by_use{};   ///< what is alive at the peak
+  int op = -1;        ///< the op at which it is reached (its start in time): index into program::ops
+  double at_us = 0;   ///< peak_in_time: when
+  friend constexpr bool operator==(const memory_peak&, const memory_peak&) = default;
+};
+
+namespace detail {
+/// Bytes held through the step, by use.
+inline per_use held_bytes(const schedule::program& p) {
+  per_use held{};
+  for (std::size_t b = 0; b < p.buffers.size(); ++b)
+    if (held_through_step(p.buffers[b].kind)) held[static_cast<std::size_t>(use_of(p.buffers[b].kind))] += bytes_of(p, b);
+  return held;
+}
+inline std::int64_t sum(const per_use& u) {
+  std::int64_t s = 0;
+  for (const std::int64_t v : u) s += v;
+  return s;
+}
+/// One allocation (+) or release (-) of a live range's bytes, at `key` (an op index or a time).
+template <class Key>
+struct memory_event {
+  Key key;
+  bool release;
+  std::int64_t bytes;
+  std::size_t use;
+  int op;
+};
+/// The peak of the held bytes plus the events' running sum; releases before allocations at one key.
+template <class Key>
+memory_peak sweep(per_use live, std::vector<memory_event<Key>>& events) {
+  std::sort(events.begin(), events.end(), [](const memory_event<Key>& a, const memory_event<Key>& b) {
+    return a.key != b.key ? a.key < b.key : a.release > b.release;
+  });
+  std::int64_t total = sum(live);
+  memory_peak peak{.bytes = total, .by_use = live};
+  for (const memory_event<Key>& e : events) {
+    live[e.use] += e.release ? -e.bytes : e.bytes;
+    total += e.release ? -e.bytes : e.bytes;
+    if (!e.release && total > peak.bytes) {
+      peak.bytes = total;
+      peak.by_use = live;
+      peak.op = e.op;
+      if constexpr (std::is_floating_point_v<Key>) peak.at_us = e.key;
+    }
+  }
+  return peak;
+}
+}  // namespace detail
+
+/// The peak over issue order: a value takes its bytes from its first op to its last, the ops in
+/// between included. A bound for planning without a simulation.
+inline memory_peak peak_in_issue_order(const schedule::program& p) {
+  std::vector<detail::memory_event<int>> events;
+  for (const live_range& r : live_ranges(p)) {
+    const std::int64_t bytes = detail::bytes_of(p, static_cast<std::size_t>(r.buffer));
+    if (bytes == 0) continue;
+    const auto use = static_cast<std::size_t>(use_of(p.buffers[static_cast<std::size_t>(r.buffer)].kind));
+    events.push_back({r.first, false, bytes, use, r.first});
+    events.push_back({r.last + 1, true, bytes, use, r.last});
+  }
+  return detail::sweep(detail::held_bytes(p), events);
+}
+
+namespace detail {
+/// When each op of a program ran (`never`: it did not), and when the last of them ended.
+struct op_times {
+  static constexpr double never = -1;
+  std::vector<double> start, end;
+  double last_end = 0;
+  explicit op_times(std::size_t ops) : start(ops, never), end(ops, never) {}
+  void add(const schedule::program& p, const interval& i) {
+    if (i.op < 0 || static_cast<std::size_t>(i.op) >= start.size())
+      throw std::invalid_argument("peak_in_time: an interval of rank " + std::to_string(p.rank) + " names op " +
+                                  std::to_string(i.op) + " of " + std::to_string(start.size()));
+    start[static_cast<std::size_t>(i.op)] = i.start_us;
+    end[static_cast<std::size_t>(i.op)] = i.end_us;
+    last_end = std::max(last_end, i.end_us);
+  }
+};
+inline memory_peak peak_over(const schedule::program& p, const op_times& t) {
+  std::vector<memory_event<double>> events;
+  for (const live_range& r : live_ranges(p)) {
+    const std::int64_t bytes = bytes_of(p, static_cast<std::size_t>(r.buffer));
+    const double from = t.start[static_cast<std::size_t>(r.first)];
+    if (bytes == 0 || from == op_times::never) continue;
+    const double to = t.end[static_cast<std::size_t>(r.last)];
+    const auto use = static_cast<std::size_t>(use_of(p.buffers[static_cast<std::size_t>(r.buffer)].kind));
+    events.push_back({from, false, bytes, use, r.first});
+    events.push_back({to == op_times::never ? t.last_end : std::max(from, to), true, bytes, use, r.last});
+  }
+  return sweep(held_bytes(p), events);
+}
+}  // namespace detail
+
+/// The peak over the simulated timeline of the rank that runs `p`: `ran` holds its ops'
+/// intervals (simulate's with `options::intervals`; other ranks' are skipped). A value takes its
+/// bytes from its writer's start to its last reader's end; a value whose ops did not all run
+/// (a hang) from its writer's start to the end of what ran. Throws std::invalid_argument for an
+/// interval naming an op `p` does not have.
+inline memory_peak peak_in_time(const schedule::program& p, std::span<const interval> ran) {
+  detail::op_times t(p.ops.size());
+  for (const interval& i : ran)
+    if (i.rank == p.rank) t.add(p, i);
+  return detail::peak_over(p, t);
+}
+
+/// `peak_in_time` of each program of `step` (one per rank, or per representative) from the
+/// intervals of `simulated`, read once.
+inline std::vector<memory_peak> peaks_in_time(const std::vector<schedule::program>& step, const result& simulated) {
+  std::vector<detail::op_times> times;
+  std::vector<int> index;  // by rank: into step, or -1
+  for (std::size_t k = 0; k < step.size(); ++k) {
+    times.emplace_back(step[k].ops.size());
+    const auto rank = static_cast<std::size_t>(std::max(0, step[k].rank));
+    if (index.size() <= rank) index.resize(rank + 1, -1);
+    index[rank] = static_cast<int>(k);
+  }
+  for (const interval& i : simulated.intervals)
+    if (i.rank >= 0 && static_cast<std::size_t>(i.rank) < index.size() && index[static_cast<std::size_t>(i.rank)] >= 0) {
+      const auto k = static_cast<std::size_t>(index[static_cast<std::size_t>(i.rank)]);
+      times[k].add(step[k], i);
+    }
+  std::vector<memory_peak> out;
+  out.reserve(step.size());
+  for (std::size_t k = 0; k < step.size(); ++k) out.push_back(detail::peak_over(step[k], times[k]));
+  return out;
 }
 
 }  // namespace overlap::sim
