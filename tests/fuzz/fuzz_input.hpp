@@ -173,6 +173,14 @@ inline std::vector<overlap::schedule::program> decode_step(byte_reader& in) {
     }
     p.num_events = small(3);
     p.buffers.resize(in.next<std::uint8_t>() % 4);
+    // Buffer kinds (one past the last), and sizes: mostly kilobytes, sometimes any 64-bit value,
+    // sometimes more of them than buffers.
+    for (sc::buffer& b : p.buffers) b.kind = static_cast<sc::buffer_kind>(in.next<std::uint8_t>() % 15);
+    p.buffer_bytes.resize(in.next<std::uint8_t>() % 6);
+    for (std::int64_t& b : p.buffer_bytes) {
+      const auto v = in.next<std::uint8_t>();
+      b = v % 16 == 0 ? in.next<std::int64_t>() : v * std::int64_t{1000};
+    }
     const int ops = in.next<std::uint8_t>() % 12;
     for (int i = 0; i < ops; ++i) {
       sc::op o;

@@ -4,7 +4,10 @@
 // verify() accepts simulates without an exception (but for a number format the machine has no
 // rate for) and, without SM contention (which verify does
 // not model), without a deadlock; a step that does not hang takes at least its lower bound; the
-// event loop's fast paths change no result.
+// event loop's fast paths change no result. The memory a rank needs (sim/memory.hpp), over issue
+// order and over the simulated timeline, is found or refused with std::invalid_argument; found,
+// it holds at least the state held through the step and at most every buffer at once (issue
+// order); refused for a verified step only when the sizes add up past 2^63 bytes.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -13,6 +16,7 @@
 #include <string_view>
 
 #include <overlap/sim/bound.hpp>
+#include <overlap/sim/memory.hpp>
 #include <overlap/sim/simulator.hpp>
 #include <overlap/verify/verify.hpp>
 
@@ -20,6 +24,34 @@
 #include "fuzz_input.hpp"
 
 namespace {
+/// The memory properties above for `step` and its simulation `ran`.
+void check_memory(const std::vector<overlap::schedule::program>& step, const overlap::sim::result& ran, bool verified) {
+  try {
+    for (const overlap::schedule::program& p : step) {
+      const overlap::sim::memory_peak peak = overlap::sim::peak_in_issue_order(p);
+      std::int64_t held = 0, all = 0;  // held is within the peak's sums; all may overflow (unused buffers)
+      bool overflows = false;
+      for (std::size_t b = 0; b < p.buffers.size(); ++b) {
+        const std::int64_t bytes = b < p.buffer_bytes.size() ? p.buffer_bytes[b] : 0;
+        overflows = overflows || __builtin_add_overflow(all, bytes, &all);
+        if (overlap::sim::held_through_step(p.buffers[b].kind)) held += bytes;
+      }
+      if (peak.bytes < held || (!overflows && peak.bytes > all)) {
+        std::fprintf(stderr, "peak %lld outside [%lld, %lld]\n", static_cast<long long>(peak.bytes),
+                     static_cast<long long>(held), static_cast<long long>(all));
+        std::abort();
+      }
+    }
+    for (const overlap::sim::memory_peak& peak : overlap::sim::peaks_in_time(step, ran))
+      if (peak.bytes < 0) std::abort();
+  } catch (const std::invalid_argument& e) {
+    if (verified && std::string_view(e.what()).find("past 2^63") == std::string_view::npos) {
+      std::fprintf(stderr, "a verified step's memory is refused: %s\n", e.what());
+      std::abort();
+    }
+  }
+}
+
 /// The properties above for `step` (with `opt.classes`, the step its programs stand for).
 void check(const std::vector<overlap::schedule::program>& step, overlap::sim::options opt, bool verified) {
   const overlap::sim::cost_model h100(overlap::sim::h100_node());
@@ -31,6 +63,7 @@ void check(const std::vector<overlap::schedule::program>& step, overlap::sim::op
       std::fprintf(stderr, "the fast paths change the result\n");
       std::abort();
     }
+    if (!opt.classes) check_memory(step, contended, verified);
     const overlap::sim::step_bound bound = overlap::sim::lower_bound(step, h100, opt);
     if (verified && opt.cuda_device_max_connections >= 4 && bound.critical_path_us < 0) std::abort();
     // No run of the step on the machine model beats its lower bound (shared links included).

@@ -24,6 +24,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -80,10 +81,22 @@ namespace detail {
 inline std::int64_t bytes_of(const schedule::program& p, std::size_t b) {
   return b < p.buffer_bytes.size() ? p.buffer_bytes[b] : 0;
 }
+/// Throws std::invalid_argument (naming `who`) for more sizes than buffers or a size below 0.
+inline void check_sizes(const schedule::program& p, std::string_view who) {
+  const std::string lead = std::string(who) + ": rank " + std::to_string(p.rank) + " has ";
+  if (p.buffer_bytes.size() > p.buffers.size())
+    throw std::invalid_argument(lead + std::to_string(p.buffer_bytes.size()) + " buffer sizes for " +
+                                std::to_string(p.buffers.size()) + " buffers");
+  for (std::size_t b = 0; b < p.buffer_bytes.size(); ++b)
+    if (p.buffer_bytes[b] < 0)
+      throw std::invalid_argument(lead + "buffer " + std::to_string(b) + " of " + std::to_string(p.buffer_bytes[b]) + " bytes");
+}
 }  // namespace detail
 
-/// The model state of the rank that runs `p`.
+/// The model state of the rank that runs `p`. Throws std::invalid_argument for sizes that are
+/// not the buffers' (more of them, or below 0).
 inline model_state model_state_of(const schedule::program& p) {
+  detail::check_sizes(p, "model_state_of");
   model_state m;
   for (std::size_t i = 0; i < p.buffers.size(); ++i) {
     const std::int64_t bytes = detail::bytes_of(p, i);
@@ -174,11 +187,15 @@ struct memory_peak {
 };
 
 namespace detail {
-/// Bytes held through the step, by use.
+/// Bytes held through the step, by use (each a sum that `sweep` checks: at most 2^63 apiece).
 inline per_use held_bytes(const schedule::program& p) {
   per_use held{};
   for (std::size_t b = 0; b < p.buffers.size(); ++b)
-    if (held_through_step(p.buffers[b].kind)) held[static_cast<std::size_t>(use_of(p.buffers[b].kind))] += bytes_of(p, b);
+    if (held_through_step(p.buffers[b].kind)) {
+      std::int64_t& sum = held[static_cast<std::size_t>(use_of(p.buffers[b].kind))];
+      if (__builtin_add_overflow(sum, bytes_of(p, b), &sum))
+        throw std::invalid_argument("memory: the buffers of rank " + std::to_string(p.rank) + " add up past 2^63 bytes");
+    }
   return held;
 }
 inline std::int64_t sum(const per_use& u) {
@@ -196,8 +213,17 @@ struct memory_event {
   int op;
 };
 /// The peak of the held bytes plus the events' running sum; releases before allocations at one key.
+/// Throws std::invalid_argument when all of them together pass 2^63 bytes.
 template <class Key>
-memory_peak sweep(per_use live, std::vector<memory_event<Key>>& events) {
+memory_peak sweep(per_use live, std::vector<memory_event<Key>>& events, int rank) {
+  std::int64_t all = 0;
+  const auto add = [&](std::int64_t bytes) {
+    if (__builtin_add_overflow(all, bytes, &all))
+      throw std::invalid_argument("memory: the buffers of rank " + std::to_string(rank) + " add up past 2^63 bytes");
+  };
+  for (const std::int64_t bytes : live) add(bytes);
+  for (const memory_event<Key>& e : events)
+    if (!e.release) add(e.bytes);
   std::sort(events.begin(), events.end(), [](const memory_event<Key>& a, const memory_event<Key>& b) {
     return a.key != b.key ? a.key < b.key : a.release > b.release;
   });
@@ -218,8 +244,11 @@ memory_peak sweep(per_use live, std::vector<memory_event<Key>>& events) {
 }  // namespace detail
 
 /// The peak over issue order: a value takes its bytes from its first op to its last, the ops in
-/// between included. A bound for planning without a simulation.
+/// between included. A bound for planning without a simulation. Throws std::invalid_argument
+/// for a buffer index out of range, sizes that are not the buffers' (more of them, or below 0)
+/// and sizes that add up past 2^63 bytes.
 inline memory_peak peak_in_issue_order(const schedule::program& p) {
+  detail::check_sizes(p, "peak_in_issue_order");
   std::vector<detail::memory_event<int>> events;
   for (const live_range& r : live_ranges(p)) {
     const std::int64_t bytes = detail::bytes_of(p, static_cast<std::size_t>(r.buffer));
@@ -228,7 +257,7 @@ inline memory_peak peak_in_issue_order(const schedule::program& p) {
     events.push_back({r.first, false, bytes, use, r.first});
     events.push_back({r.last + 1, true, bytes, use, r.last});
   }
-  return detail::sweep(detail::held_bytes(p), events);
+  return detail::sweep(detail::held_bytes(p), events, p.rank);
 }
 
 namespace detail {
@@ -242,12 +271,16 @@ struct op_times {
     if (i.op < 0 || static_cast<std::size_t>(i.op) >= start.size())
       throw std::invalid_argument("peak_in_time: an interval of rank " + std::to_string(p.rank) + " names op " +
                                   std::to_string(i.op) + " of " + std::to_string(start.size()));
+    if (!(i.start_us >= 0 && i.end_us >= i.start_us && i.end_us < std::numeric_limits<double>::infinity()))
+      throw std::invalid_argument("peak_in_time: op " + std::to_string(i.op) + " of rank " + std::to_string(p.rank) +
+                                  " runs from " + std::to_string(i.start_us) + " to " + std::to_string(i.end_us) + " us");
     start[static_cast<std::size_t>(i.op)] = i.start_us;
     end[static_cast<std::size_t>(i.op)] = i.end_us;
     last_end = std::max(last_end, i.end_us);
   }
 };
 inline memory_peak peak_over(const schedule::program& p, const op_times& t) {
+  check_sizes(p, "peak_in_time");
   std::vector<memory_event<double>> events;
   for (const live_range& r : live_ranges(p)) {
     const std::int64_t bytes = bytes_of(p, static_cast<std::size_t>(r.buffer));
@@ -258,7 +291,7 @@ inline memory_peak peak_over(const schedule::program& p, const op_times& t) {
     events.push_back({from, false, bytes, use, r.first});
     events.push_back({to == op_times::never ? t.last_end : std::max(from, to), true, bytes, use, r.last});
   }
-  return sweep(held_bytes(p), events);
+  return sweep(held_bytes(p), events, p.rank);
 }
 }  // namespace detail
 
@@ -266,7 +299,8 @@ inline memory_peak peak_over(const schedule::program& p, const op_times& t) {
 /// intervals (simulate's with `options::intervals`; other ranks' are skipped). A value takes its
 /// bytes from its writer's start to its last reader's end; a value whose ops did not all run
 /// (a hang) from its writer's start to the end of what ran. Throws std::invalid_argument for an
-/// interval naming an op `p` does not have.
+/// interval naming an op `p` does not have or not running over finite times from 0, and as
+/// `peak_in_issue_order` does.
 inline memory_peak peak_in_time(const schedule::program& p, std::span<const interval> ran) {
   detail::op_times t(p.ops.size());
   for (const interval& i : ran)
