@@ -1,9 +1,9 @@
 #pragma once
 // Shared by the examples: prints a valid config's resolved settings, environment and notes, then
 // simulates each overlap family it enables on an H100 node, with and without overlap, and then
-// all of them composed into one step; prints the predicted step time and exposed communication,
-// and writes the overlapped timelines (Chrome trace JSON and SVG) into the directory given as the
-// first argument.
+// all of them composed into one step; prints the predicted step time, exposed communication and
+// the peak memory of the rank that needs the most, and writes the overlapped timelines (Chrome
+// trace JSON and SVG) into the directory given as the first argument.
 
 #include <cstdio>
 #include <fstream>
@@ -14,6 +14,7 @@
 #include <overlap/overlap.hpp>
 #include <overlap/settings/print.hpp>
 #include <overlap/plan/plan.hpp>
+#include <overlap/sim/memory.hpp>
 #include <overlap/trace/chrome_trace.hpp>
 #include <overlap/trace/svg_timeline.hpp>
 
@@ -67,6 +68,16 @@ void show(std::string_view title, const overlap::schedule::workload& w, std::str
                 std::string(overlap::schedule::to_string(f)).c_str(), all.baseline.exposed_comm_us[i],
                 all.overlap.exposed_comm_us[i]);
   }
+  // The memory of the rank that needs the most at its peak, over the simulated step.
+  const std::vector<overlap::sim::memory_peak> peaks = overlap::sim::peaks_in_time(all.overlap_step, all.overlap);
+  std::size_t most = 0;
+  for (std::size_t k = 1; k < peaks.size(); ++k)
+    if (peaks[k].bytes > peaks[most].bytes) most = k;
+  std::printf("peak memory: %.2f GB on rank %d (", static_cast<double>(peaks[most].bytes) / 1e9, all.overlap_step[most].rank);
+  for (std::size_t u = 0; u < overlap::sim::memory_uses; ++u)
+    std::printf("%s%s %.2f", u ? ", " : "", std::string(overlap::sim::to_string(static_cast<overlap::sim::memory_use>(u))).c_str(),
+                static_cast<double>(peaks[most].by_use[u]) / 1e9);
+  std::printf(" GB)\n");
   write_timelines(dir + "/" + std::string(name) + "_all", all);
   std::cout << "timelines: " << dir << "/" << name << "_<family|all>.{json,svg}\n";
 }

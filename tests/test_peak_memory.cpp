@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <set>
+#include <sstream>
 #include <stdexcept>
 #include <string_view>
 #include <utility>
@@ -15,6 +16,9 @@
 #include <overlap/overlap.hpp>
 #include <overlap/schedule/step.hpp>
 #include <overlap/sim/memory.hpp>
+#include <overlap/sim/simulator.hpp>
+#include <overlap/trace/chrome_trace.hpp>
+#include <overlap/trace/svg_timeline.hpp>
 #include <overlap/verify/verify.hpp>
 
 #include "step_checks.hpp"
@@ -137,7 +141,13 @@ TEST_CASE("the peak over a timeline: from the writer's start to the last reader'
   CHECK(peak.op == 2);
   // Released at an end and allocated at that same time: the release comes first.
   ran[2].start_us = 8;
+  ran[2].end_us = 8.5;
   CHECK(ov::sim::peak_in_time(p, ran).bytes == 100);
+  // The curve: a from 0 to 8, b from 8 to 10.
+  CHECK(ov::sim::memory_curve(p, ran) == std::vector<ov::sim::memory_point>{{0, 100}, {8, 30}, {10, 0}});
+  // Times that do not run forward from 0 are refused.
+  ran[2].end_us = 7;
+  CHECK_THROWS_WITH_AS(ov::sim::peak_in_time(p, ran), doctest::Contains("op 2 of rank 0 runs from 8"), std::invalid_argument);
   // Another rank's intervals are skipped. Ops 1 and 3 never ran (a hang): a and b hold on to
   // the end of what ran (4 us), so both are alive from 2 us.
   const std::vector<ov::sim::interval> hung{{.op = 0, .start_us = 0, .end_us = 4}, {.op = 2, .start_us = 2, .end_us = 3},
@@ -316,4 +326,29 @@ TEST_CASE("fp8 GEMMs keep their inputs in a byte: the norms' outputs, the projec
   const std::int64_t bf = kept_across(native::schedule::generate(small_gqa())[0], 0, 0);
   const std::int64_t q = kept_across(quantized::schedule::generate(small_gqa())[0], 0, 0);
   CHECK(bf - q == 128 * (2 * 256 + 512 - 256));
+}
+
+TEST_CASE("the timelines show memory: Perfetto counters per rank, a lane in the picture") {
+  using tp2 = ov::config<ov::tp<2>, ov::sequence_parallel<>, ov::tp_comm_overlap<>, bf16>;
+  const auto step = tp2::schedule::generate(small_gqa());
+  const ov::sim::cost_model h100(ov::sim::h100_node());
+  const ov::sim::result r = ov::sim::simulate(step, h100);
+  std::ostringstream trace, svg;
+  ov::trace::write_chrome_trace(trace, step, r);
+  CHECK(trace.str().find(R"("name":"memory","ph":"C","pid":1,"ts":0,"args":{"GB":)") != std::string::npos);
+  ov::trace::write_svg_timeline(svg, step, r);
+  const std::int64_t peak = std::max(ov::sim::peak_in_time(step[0], r.intervals).bytes,
+                                     ov::sim::peak_in_time(step[1], r.intervals).bytes);
+  CHECK(svg.str().find("<polygon class=\"memory\"") != std::string::npos);
+  CHECK(svg.str().find("peak " + ov::trace::detail::px(static_cast<double>(peak) / 1e9) + " GB") != std::string::npos);
+  // A program whose sizes the analysis refuses has no counter and no lane; the rest is drawn.
+  auto bad = step;
+  bad[0].buffer_bytes[0] = -1;
+  bad[1].buffer_bytes[0] = -1;
+  std::ostringstream bad_trace, bad_svg;
+  ov::trace::write_chrome_trace(bad_trace, bad, r);
+  ov::trace::write_svg_timeline(bad_svg, bad, r);
+  CHECK(bad_trace.str().find(R"("name":"memory")") == std::string::npos);
+  CHECK(bad_svg.str().find("class=\"memory\"") == std::string::npos);
+  CHECK(bad_svg.str().find("class=\"op\"") != std::string::npos);
 }

@@ -212,10 +212,10 @@ struct memory_event {
   std::size_t use;
   int op;
 };
-/// The peak of the held bytes plus the events' running sum; releases before allocations at one key.
-/// Throws std::invalid_argument when all of them together pass 2^63 bytes.
+/// Sorts `events` by key, releases before allocations at one key. Throws std::invalid_argument
+/// when the held bytes and all allocations together pass 2^63 bytes (then no running sum can).
 template <class Key>
-memory_peak sweep(per_use live, std::vector<memory_event<Key>>& events, int rank) {
+void order(const per_use& live, std::vector<memory_event<Key>>& events, int rank) {
   std::int64_t all = 0;
   const auto add = [&](std::int64_t bytes) {
     if (__builtin_add_overflow(all, bytes, &all))
@@ -227,6 +227,11 @@ memory_peak sweep(per_use live, std::vector<memory_event<Key>>& events, int rank
   std::sort(events.begin(), events.end(), [](const memory_event<Key>& a, const memory_event<Key>& b) {
     return a.key != b.key ? a.key < b.key : a.release > b.release;
   });
+}
+/// The peak of the held bytes plus the events' running sum (see `order`).
+template <class Key>
+memory_peak sweep(per_use live, std::vector<memory_event<Key>>& events, int rank) {
+  order(live, events, rank);
   std::int64_t total = sum(live);
   memory_peak peak{.bytes = total, .by_use = live};
   for (const memory_event<Key>& e : events) {
@@ -279,7 +284,8 @@ struct op_times {
     last_end = std::max(last_end, i.end_us);
   }
 };
-inline memory_peak peak_over(const schedule::program& p, const op_times& t) {
+/// The allocations and releases of `p`'s values over time `t`.
+inline std::vector<memory_event<double>> time_events(const schedule::program& p, const op_times& t) {
   check_sizes(p, "peak_in_time");
   std::vector<memory_event<double>> events;
   for (const live_range& r : live_ranges(p)) {
@@ -291,7 +297,17 @@ inline memory_peak peak_over(const schedule::program& p, const op_times& t) {
     events.push_back({from, false, bytes, use, r.first});
     events.push_back({to == op_times::never ? t.last_end : std::max(from, to), true, bytes, use, r.last});
   }
+  return events;
+}
+inline memory_peak peak_over(const schedule::program& p, const op_times& t) {
+  std::vector<memory_event<double>> events = time_events(p, t);
   return sweep(held_bytes(p), events, p.rank);
+}
+inline op_times times_of(const schedule::program& p, std::span<const interval> ran) {
+  op_times t(p.ops.size());
+  for (const interval& i : ran)
+    if (i.rank == p.rank) t.add(p, i);
+  return t;
 }
 }  // namespace detail
 
@@ -302,10 +318,28 @@ inline memory_peak peak_over(const schedule::program& p, const op_times& t) {
 /// interval naming an op `p` does not have or not running over finite times from 0, and as
 /// `peak_in_issue_order` does.
 inline memory_peak peak_in_time(const schedule::program& p, std::span<const interval> ran) {
-  detail::op_times t(p.ops.size());
-  for (const interval& i : ran)
-    if (i.rank == p.rank) t.add(p, i);
-  return detail::peak_over(p, t);
+  return detail::peak_over(p, detail::times_of(p, ran));
+}
+
+/// The bytes a rank's buffers take from `at_us` on (until the next point).
+struct memory_point {
+  double at_us = 0;
+  std::int64_t bytes = 0;
+  friend constexpr bool operator==(const memory_point&, const memory_point&) = default;
+};
+/// The memory of the rank that runs `p` over its simulated timeline (as `peak_in_time` counts
+/// it): a point at 0 and one at each time it changes. Throws as `peak_in_time` does.
+inline std::vector<memory_point> memory_curve(const schedule::program& p, std::span<const interval> ran) {
+  std::vector<detail::memory_event<double>> events = detail::time_events(p, detail::times_of(p, ran));
+  const per_use held = detail::held_bytes(p);
+  detail::order(held, events, p.rank);
+  std::vector<memory_point> out{{0, detail::sum(held)}};
+  for (const detail::memory_event<double>& e : events) {
+    const std::int64_t bytes = out.back().bytes + (e.release ? -e.bytes : e.bytes);
+    if (out.back().at_us == e.key) out.back().bytes = bytes;
+    else out.push_back({e.key, bytes});
+  }
+  return out;
 }
 
 /// `peak_in_time` of each program of `step` (one per rank, or per representative) from the

@@ -15,6 +15,7 @@
 #include <optional>
 #include <ostream>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -22,6 +23,7 @@
 
 #include <overlap/program/program.hpp>
 #include <overlap/program/rank_classes.hpp>
+#include <overlap/sim/memory.hpp>
 #include <overlap/sim/result.hpp>
 
 namespace overlap::trace {
@@ -288,6 +290,9 @@ inline void write_metadata(std::ostream& os, event_list& events, std::string_vie
 ///   "dp", "pp", "ep", "none"), `ts`/`dur` in microseconds on a whole-nanosecond grid, and
 ///   `args` with the op index, kind, family, communicator and non-zero bytes/flops;
 /// - intervals shorter than a nanosecond (event record/wait) as `"ph":"i"` thread-scoped instants;
+/// - per program, its memory over the step (sim::memory_curve) as `"ph":"C"` counter events named
+///   "memory" with `args` {"GB": bytes / 1e9} (left out for a program whose sizes or intervals
+///   the memory analysis refuses);
 /// - `otherData`: step time, compute and per-family (exposed) communication time, deadlock and
 ///   its wait-for graph.
 /// `displayTimeUnit` is "ms" because the format defines only "ms" and "ns" there (chrome://tracing
@@ -337,6 +342,25 @@ inline void write_chrome_trace(std::ostream& os, const std::vector<schedule::pro
     if (duration > 0) m.raw("dur", detail::us_text(duration));
     detail::write_op_args(m.key("args"), at, iv);
     os << '}';
+  }
+  for (const auto& p : programs) {
+    std::vector<sim::memory_point> curve;
+    try {
+      curve = sim::memory_curve(p, r.intervals);
+    } catch (const std::invalid_argument&) {
+      continue;
+    }
+    for (const sim::memory_point& point : curve) {
+      detail::json_members m = events.open();
+      m.string("name", "memory");
+      m.string("ph", "C");
+      m.number("pid", p.rank);
+      m.raw("ts", detail::us_text(detail::to_ns(point.at_us)));
+      m.key("args") << '{';
+      detail::json_members args(os);
+      args.number("GB", static_cast<double>(point.bytes) / 1e9);
+      os << "}}";
+    }
   }
   os << "\n],\n\"displayTimeUnit\":\"ms\",\n\"otherData\":{";
   detail::json_members other(os);

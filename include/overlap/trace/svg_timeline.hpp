@@ -18,6 +18,7 @@
 #include <map>
 #include <optional>
 #include <ostream>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -25,6 +26,7 @@
 #include <vector>
 
 #include <overlap/program/program.hpp>
+#include <overlap/sim/memory.hpp>
 #include <overlap/sim/result.hpp>
 #include <overlap/trace/chrome_trace.hpp>
 
@@ -38,7 +40,9 @@ struct svg_options {
   /// A rank's name in its rows ("rank 32 (class of 8)" by default); a caller that knows the layout
   /// adds the rank's coordinates (pipeline stage, tp, dp, ep).
   std::function<std::string(int rank)> rank_name{};
-  bool summary_lanes = true;  ///< the per-family lanes of exposed communication
+  /// The per-family lanes of exposed communication, and the memory lane: the memory over the
+  /// step (sim::memory_curve) of the rank whose buffers take the most at once.
+  bool summary_lanes = true;
   /// At most about this many bars: beyond it, bars narrower than 2, 4, 8, ... pixels merge with
   /// their neighbours of the same row and category too (a few MB of SVG at any scale).
   std::size_t max_bars = 20000;
@@ -203,6 +207,25 @@ inline void write_svg_timeline(std::ostream& os, const std::vector<schedule::pro
   for (std::size_t c = 1; c < detail::num_categories; ++c)
     if (!exposed[c].empty()) lanes.push_back(c);
 
+  // The memory lane: the program whose buffers take the most at once (skipped where the memory
+  // analysis refuses a program's sizes or intervals).
+  struct memory_lane {
+    int rank = 0;
+    std::int64_t peak = 0;
+    std::vector<sim::memory_point> curve;
+  };
+  std::optional<memory_lane> memory;
+  if (options.summary_lanes)
+    for (const auto& p : programs) {
+      try {
+        std::vector<sim::memory_point> curve = sim::memory_curve(p, r.intervals);
+        std::int64_t peak = 0;
+        for (const sim::memory_point& point : curve) peak = std::max(peak, point.bytes);
+        if (peak > 0 && (!memory || peak > memory->peak)) memory = memory_lane{p.rank, peak, std::move(curve)};
+      } catch (const std::invalid_argument&) {
+      }
+    }
+
   std::size_t longest_label = 0;
   for (const auto& [key, label] : row_labels) longest_label = std::max(longest_label, label.size());
   // About 6.5 pixels per character of 11-pixel sans-serif, plus the margins on both sides.
@@ -212,7 +235,9 @@ inline void write_svg_timeline(std::ostream& os, const std::vector<schedule::pro
   const double width = plot_left + plot_width + right_margin;
   const double row_height = std::max(options.row_height, 2);
   const double lanes_top = 60;
-  const double rows_top = lanes_top + static_cast<double>(lanes.size()) * row_height + (lanes.empty() ? 0 : 6);
+  const double memory_height = memory ? 2 * row_height : 0;
+  const double memory_top = lanes_top + static_cast<double>(lanes.size()) * row_height;
+  const double rows_top = memory_top + memory_height + (lanes.empty() && !memory ? 0 : 6);
   const double rows_bottom = rows_top + static_cast<double>(row_labels.size()) * row_height;
   const double height = rows_bottom + 8;
   const auto x_of = [&](double us) { return plot_left + us / span_us * plot_width; };
@@ -293,6 +318,34 @@ inline void write_svg_timeline(std::ostream& os, const std::vector<schedule::pro
       }
     }
     os << "</g>\n";
+  }
+
+  // The memory lane, a pixel at a time: the most the rank holds within each pixel's time.
+  if (memory) {
+    os << "<g class=\"memory\">\n<text x=\"8\" y=\"" << px(memory_top + memory_height / 2 + 4) << "\">";
+    write_xml_text(os, "memory of " + rank_name(memory->rank) + ", peak " +
+                           px(static_cast<double>(memory->peak) / 1e9) + " GB");
+    os << "</text>\n";
+    const double pixel_us = span_us / plot_width;
+    const auto pixels = static_cast<std::size_t>(std::ceil(plot_width)) + 1;
+    std::vector<std::int64_t> most(pixels, 0);
+    const std::vector<sim::memory_point>& c = memory->curve;
+    for (std::size_t i = 0; i < c.size(); ++i) {
+      const double end = i + 1 < c.size() ? c[i + 1].at_us : span_us;
+      auto k = static_cast<std::size_t>(std::clamp(c[i].at_us, 0.0, span_us) / pixel_us);
+      do {
+        if (k < pixels) most[k] = std::max(most[k], c[i].bytes);
+        ++k;
+      } while (k < pixels && static_cast<double>(k) * pixel_us < end);
+    }
+    const double bottom = memory_top + memory_height - 2, scale = (memory_height - 4) / static_cast<double>(memory->peak);
+    os << "<polygon class=\"memory\" fill=\"#9c9c9c\" fill-opacity=\"0.7\" points=\"" << px(x_of(0)) << ',' << px(bottom);
+    for (std::size_t k = 0; k < pixels; ++k) {
+      const double y = bottom - static_cast<double>(most[k]) * scale;
+      os << ' ' << px(x_of(std::min(static_cast<double>(k) * pixel_us, span_us))) << ',' << px(y) << ' '
+         << px(x_of(std::min(static_cast<double>(k + 1) * pixel_us, span_us))) << ',' << px(y);
+    }
+    os << ' ' << px(x_of(span_us)) << ',' << px(bottom) << "\"/>\n</g>\n";
   }
 
   os << "<g class=\"rows\">\n";
