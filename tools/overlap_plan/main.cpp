@@ -625,24 +625,32 @@ std::int64_t memory_limit_of(const cli& args, const ov::sim::machine& m) {
   return ov::sim::usable_bytes(m.memory_capacity_bytes);
 }
 
-/// The rank (a representative) whose step takes the most memory at its peak.
-struct rank_memory {
-  int rank = 0;
-  ov::sim::memory_peak peak{};
+/// The peak memory of each representative over the simulated step, and the rank that needs the
+/// most.
+struct step_memory {
+  std::vector<int> ranks;
+  std::vector<ov::sim::memory_peak> peaks;
+  std::size_t most = 0;
+  int rank() const { return ranks[most]; }
+  const ov::sim::memory_peak& peak() const { return peaks[most]; }
 };
-rank_memory most_memory(const std::vector<ov::schedule::program>& step, const ov::sim::result& simulated) {
-  const std::vector<ov::sim::memory_peak> peaks = ov::sim::peaks_in_time(step, simulated);
-  rank_memory most;
-  for (std::size_t k = 0; k < step.size(); ++k)
-    if (k == 0 || peaks[k].bytes > most.peak.bytes) most = {step[k].rank, peaks[k]};
-  return most;
+step_memory memory_of(const std::vector<ov::schedule::program>& step, const ov::sim::result& simulated) {
+  step_memory m{{}, ov::sim::peaks_in_time(step, simulated)};
+  for (std::size_t k = 0; k < step.size(); ++k) {
+    m.ranks.push_back(step[k].rank);
+    if (m.peaks[k].bytes > m.peaks[m.most].bytes) m.most = k;
+  }
+  return m;
 }
 
-json memory_json(const rank_memory& m) {
+json memory_json(const step_memory& m) {
   json uses = json::object();
   for (std::size_t u = 0; u < ov::sim::memory_uses; ++u)
-    uses[std::string(ov::sim::to_string(static_cast<ov::sim::memory_use>(u))) + "_bytes"] = m.peak.by_use[u];
-  return {{"rank", m.rank}, {"peak_bytes", m.peak.bytes}, {"at_us", m.peak.at_us}, {"at_peak", uses}};
+    uses[std::string(ov::sim::to_string(static_cast<ov::sim::memory_use>(u))) + "_bytes"] = m.peak().by_use[u];
+  json per_rank = json::array();
+  for (std::size_t k = 0; k < m.ranks.size(); ++k) per_rank.push_back({{"rank", m.ranks[k]}, {"peak_bytes", m.peaks[k].bytes}});
+  return {{"rank", m.rank()}, {"peak_bytes", m.peak().bytes}, {"at_us", m.peak().at_us}, {"at_peak", uses},
+          {"per_rank", per_rank}};
 }
 
 int run_simulate(const cli& args, const overlap_plan::bridge_config& c) {
@@ -687,7 +695,7 @@ int run_simulate(const cli& args, const overlap_plan::bridge_config& c) {
   }
   const double gain = plan.baseline.step_time_us > 0 ? 1 - plan.overlap.step_time_us / plan.baseline.step_time_us : 0;
   // The rank whose step takes the most memory (one representative stands for its class).
-  const rank_memory most = most_memory(plan.overlap_step, plan.overlap), most_off = most_memory(plan.baseline_step, plan.baseline);
+  const step_memory most = memory_of(plan.overlap_step, plan.overlap), most_off = memory_of(plan.baseline_step, plan.baseline);
   const std::int64_t limit = memory_limit_of(args, cost.machine());
   if (args.json_output) {
     json out = {{"config", args.config},
@@ -703,7 +711,7 @@ int run_simulate(const cli& args, const overlap_plan::bridge_config& c) {
                 {"gain", gain},
                 {"memory", {{"overlap", memory_json(most)}, {"baseline", memory_json(most_off)},
                             {"gpu_memory_bytes", cost.machine().memory_capacity_bytes},
-                            {"limit_bytes", limit}, {"fits", limit == 0 || most.peak.bytes <= limit}}},
+                            {"limit_bytes", limit}, {"fits", limit == 0 || most.peak().bytes <= limit}}},
                 {"files", written},
                 {"traced_ranks", traced}};
     std::cout << out.dump(2) << '\n';
@@ -726,13 +734,13 @@ int run_simulate(const cli& args, const overlap_plan::bridge_config& c) {
                 plan.overlap.exposed_comm_us[i] / 1000, plan.overlap.comm_us[i] / 1000);
   }
   const auto gb = [](std::int64_t bytes) { return static_cast<double>(bytes) / 1e9; };
-  std::printf("\n%-22s %11.2f GB %11.2f GB   (rank %d, at %.2f ms)\n", "peak memory", gb(most_off.peak.bytes),
-              gb(most.peak.bytes), most.rank, most.peak.at_us / 1000);
+  std::printf("\n%-22s %11.2f GB %11.2f GB   (rank %d, at %.2f ms)\n", "peak memory", gb(most_off.peak().bytes),
+              gb(most.peak().bytes), most.rank(), most.peak().at_us / 1000);
   for (std::size_t u = 0; u < ov::sim::memory_uses; ++u)
     std::printf("%-22s %11.2f GB %11.2f GB\n", ("  " + std::string(ov::sim::to_string(static_cast<ov::sim::memory_use>(u)))).c_str(),
-                gb(most_off.peak.by_use[u]), gb(most.peak.by_use[u]));
+                gb(most_off.peak().by_use[u]), gb(most.peak().by_use[u]));
   if (limit > 0) {
-    const bool fits = most.peak.bytes <= limit;
+    const bool fits = most.peak().bytes <= limit;
     std::printf("%s: a rank may take %.2f GB (%s)\n", fits ? "fits" : "DOES NOT FIT", gb(limit),
                 args.memory_limit_gb ? "--memory-limit"
                                      : ("of the GPU's " + std::to_string(std::lround(gb(cost.machine().memory_capacity_bytes))) +
@@ -740,7 +748,7 @@ int run_simulate(const cli& args, const overlap_plan::bridge_config& c) {
     if (!fits)
       std::fprintf(stderr, "overlap-plan simulate: warning: rank %d needs %.2f GB at its peak, more than the %.2f GB it may "
                    "take: the run will not fit (recompute activations, fewer micro-batches in flight, or more ranks)\n",
-                   most.rank, gb(most.peak.bytes), gb(limit));
+                   most.rank(), gb(most.peak().bytes), gb(limit));
   }
   if (plan.overlap.deadlock || plan.baseline.deadlock) std::printf("\nTHE STEP HANGS:\n%s", plan.overlap.wait_for_graph.c_str());
   for (const std::string& f : written) std::printf("wrote %s\n", f.c_str());
