@@ -352,3 +352,30 @@ TEST_CASE("the timelines show memory: Perfetto counters per rank, a lane in the 
   CHECK(bad_svg.str().find("class=\"memory\"") == std::string::npos);
   CHECK(bad_svg.str().find("class=\"op\"") != std::string::npos);
 }
+
+TEST_CASE("MLA's latents, gathered for the qkv slot, live to the recompute of the up projections") {
+  // Latents 64 + 32 + 16 = 112 wide over the whole sequence (128 tokens, bf16): outside the qkv
+  // slot's userbuffer, which the next layer reuses, and alive into the backward.
+  sc::workload w = small_gqa();
+  w.multi_latent_attention = true;
+  w.q_lora_rank = 64;
+  w.kv_lora_rank = 32;
+  w.qk_head_dim = 32;
+  w.qk_pos_emb_head_dim = 16;
+  w.v_head_dim = 32;
+  using again = ov::config<ov::tp<2>, ov::sequence_parallel<>, ov::tp_comm_overlap<>, bf16,
+                           ov::recompute_granularity<ov::granularity::selective>,
+                           ov::recompute_modules<ov::module::mla_up_proj>>;
+  using plain = ov::config<ov::tp<2>, ov::sequence_parallel<>, ov::tp_comm_overlap<>, bf16>;
+  const auto step = again::schedule::generate(w);
+  REQUIRE(ov::verify::verify(step).empty());
+  const sc::buffer latents{.kind = sc::buffer_kind::gathered, .of = sc::op_type::qkv_fprop,
+                           .at = {.layer = 0, .micro_batch = 0}};
+  const auto bytes_of = [&](const sc::program& p) {
+    const auto i = static_cast<std::size_t>(std::find(p.buffers.begin(), p.buffers.end(), latents) - p.buffers.begin());
+    REQUIRE(i < p.buffers.size());
+    return p.buffer_bytes[i];
+  };
+  CHECK(bytes_of(step[0]) == 128 * 112 * 2);
+  CHECK(bytes_of(plain::schedule::generate(w)[0]) == 0);  // inside the userbuffer
+}

@@ -320,11 +320,12 @@ class tp_builder {
             {ws(op_type::qkv_fprop, at)}, 2 * w_.tokens() * w_.rotary_width() / tp_ * element_bytes_);
   }
   /// The buffer a slot's all-gather writes (or its input with tp 1): inside the userbuffer of
-  /// `served` where it is overlapped, else a tensor of its own.
+  /// `served` where it is overlapped, else a tensor of its own; also the qkv slot's latents that
+  /// the recompute of MLA's up projections reads again, which outlive the userbuffer's next use.
   int gathered_input(op_type slot, location at, int in, const ub::slot& served) {
     if (tp_ == 1) return in;
-    return e_.buffer({.kind = buffer_kind::gathered, .of = slot, .at = at},
-                     served.method == ub::method::none ? gathered_bytes(slot) : 0);
+    const bool own = served.method == ub::method::none || (slot == op_type::qkv_fprop && selective_.mla_up_proj);
+    return e_.buffer({.kind = buffer_kind::gathered, .of = slot, .at = at}, own ? gathered_bytes(slot) : 0);
   }
   /// The output of a reduce-scatter: this rank's tokens of the hidden state.
   int scattered_output(op_type slot, location at) {
