@@ -119,11 +119,14 @@ std::string run_scale(const scale_case& c, bool full, const ov::sim::cost_model&
                                    : ov::sim::simulate(step, cost, classes, ov::plan::options_for(r));
   const double simulate_s = since(sim_start), wall = since(start);
   // Memory analysis of the same step: over the simulated timeline and over issue order.
+  // Over the timeline is what `overlap-plan simulate` adds; over issue order what `tune` adds.
   const auto memory_start = std::chrono::steady_clock::now();
   std::int64_t peak_in_time = 0, peak_in_order = 0;
   for (const ov::sim::memory_peak& m : ov::sim::peaks_in_time(step, res)) peak_in_time = std::max(peak_in_time, m.bytes);
-  for (const sc::program& p : step) peak_in_order = std::max(peak_in_order, ov::sim::peak_in_issue_order(p).bytes);
   const double memory_s = since(memory_start);
+  const auto order_start = std::chrono::steady_clock::now();
+  for (const sc::program& p : step) peak_in_order = std::max(peak_in_order, ov::sim::peak_in_issue_order(p).bytes);
+  const double order_s = since(order_start);
   // The verifier on the same programs: once per class (the full step's findings), or in full.
   const auto verify_start = std::chrono::steady_clock::now();
   const std::size_t findings = full ? ov::verify::verify(step).size() : ov::verify::verify(step, classes).size();
@@ -134,11 +137,12 @@ std::string run_scale(const scale_case& c, bool full, const ov::sim::cost_model&
                 "{\"scale\":\"%s\",\"mode\":\"%s\",\"gpus\":%d,\"simulated_ranks\":%zu,\"ops\":%zu,\"step_ops\":%zu,"
                 "\"classes_seconds\":%.3f,\"generate_seconds\":%.3f,\"simulate_seconds\":%.3f,\"seconds\":%.3f,"
                 "\"verify_seconds\":%.3f,\"findings\":%zu,\"memory_seconds\":%.3f,\"memory_share\":%.3f,"
+                "\"memory_issue_order_seconds\":%.3f,"
                 "\"peak_memory_gb\":%.2f,\"peak_memory_issue_order_gb\":%.2f,"
                 "\"ops_per_second\":%.0f,\"step_ops_per_second\":%.0f,\"step_time_us\":%.1f,"
                 "\"exposed_us\":{\"tp\":%.1f,\"dp\":%.1f,\"pp\":%.1f,\"ep\":%.1f},\"deadlock\":%s",
                 c.name, full ? "full" : "classes", classes.world(), step.size(), ops, represented, full ? 0.0 : classes_s,
-                full ? classes_s : generate_s, simulate_s, wall, verify_s, findings, memory_s, memory_s / simulate_s,
+                full ? classes_s : generate_s, simulate_s, wall, verify_s, findings, memory_s, memory_s / simulate_s, order_s,
                 static_cast<double>(peak_in_time) / 1e9, static_cast<double>(peak_in_order) / 1e9, ops / simulate_s, represented / wall,
                 res.step_time_us,
                 exposed(sc::family::tp), exposed(sc::family::dp), exposed(sc::family::pp), exposed(sc::family::ep),

@@ -130,10 +130,9 @@ struct live_range {
   friend constexpr bool operator==(const live_range&, const live_range&) = default;
 };
 
-/// The live ranges of `p`'s buffers that are not held through the step, ordered by `first`
-/// (sized or not). A value read before any op writes it came from before the step: it is live
-/// from op 0. Throws std::invalid_argument for a buffer index out of range.
-inline std::vector<live_range> live_ranges(const schedule::program& p) {
+namespace detail {
+/// `live_ranges` in the order the values die.
+inline std::vector<live_range> ranges_of(const schedule::program& p) {
   const std::size_t n = p.buffers.size();
   std::vector<int> first(n, -1), last(n, -1);
   std::vector<char> read_since(n, 0);
@@ -171,6 +170,15 @@ inline std::vector<live_range> live_ranges(const schedule::program& p) {
   }
   for (std::size_t b = 0; b < n; ++b)
     if (first[b] >= 0) out.push_back({static_cast<int>(b), first[b], last[b]});
+  return out;
+}
+}  // namespace detail
+
+/// The live ranges of `p`'s buffers that are not held through the step, ordered by `first`
+/// (sized or not). A value read before any op writes it came from before the step: it is live
+/// from op 0. Throws std::invalid_argument for a buffer index out of range.
+inline std::vector<live_range> live_ranges(const schedule::program& p) {
+  std::vector<live_range> out = detail::ranges_of(p);
   std::sort(out.begin(), out.end(), [](const live_range& a, const live_range& b) {
     return a.first != b.first ? a.first < b.first : a.buffer < b.buffer;
   });
@@ -249,13 +257,15 @@ memory_peak sweep(per_use live, std::vector<memory_event<Key>>& events, int rank
 }  // namespace detail
 
 /// The peak over issue order: a value takes its bytes from its first op to its last, the ops in
-/// between included. A bound for planning without a simulation. Throws std::invalid_argument
+/// between included: what planning can use without a simulation. Over a timeline a value may
+/// live shorter or longer (ops of other streams run beside it), so this is an estimate of that
+/// peak, not a bound. Throws std::invalid_argument
 /// for a buffer index out of range, sizes that are not the buffers' (more of them, or below 0)
 /// and sizes that add up past 2^63 bytes.
 inline memory_peak peak_in_issue_order(const schedule::program& p) {
   detail::check_sizes(p, "peak_in_issue_order");
   std::vector<detail::memory_event<int>> events;
-  for (const live_range& r : live_ranges(p)) {
+  for (const live_range& r : detail::ranges_of(p)) {
     const std::int64_t bytes = detail::bytes_of(p, static_cast<std::size_t>(r.buffer));
     if (bytes == 0) continue;
     const auto use = static_cast<std::size_t>(use_of(p.buffers[static_cast<std::size_t>(r.buffer)].kind));
@@ -288,7 +298,7 @@ struct op_times {
 inline std::vector<memory_event<double>> time_events(const schedule::program& p, const op_times& t) {
   check_sizes(p, "peak_in_time");
   std::vector<memory_event<double>> events;
-  for (const live_range& r : live_ranges(p)) {
+  for (const live_range& r : ranges_of(p)) {
     const std::int64_t bytes = bytes_of(p, static_cast<std::size_t>(r.buffer));
     const double from = t.start[static_cast<std::size_t>(r.first)];
     if (bytes == 0 || from == op_times::never) continue;
