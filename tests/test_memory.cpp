@@ -4,6 +4,8 @@
 #include <doctest/doctest.h>
 
 #include <cstdint>
+#include <limits>
+#include <stdexcept>
 
 #include <overlap/overlap.hpp>
 #include <overlap/schedule/step.hpp>
@@ -87,4 +89,10 @@ TEST_CASE("buffer sizes are checked: no more sizes than buffers, none negative")
   p = step[0];
   p.buffer_bytes[0] = -5;
   CHECK(ov::verify::verify_report({p, step[1]}).find("has -5 bytes") != std::string::npos);
+  // The memory analysis refuses them too, and state that adds up past 2^63 bytes.
+  CHECK_THROWS_WITH_AS(ov::sim::model_state_of(p), doctest::Contains("buffer 0 of -5 bytes"), std::invalid_argument);
+  CHECK_THROWS_AS(ov::sim::peak_in_issue_order(p), std::invalid_argument);
+  p.buffer_bytes.assign(p.buffers.size(), std::numeric_limits<std::int64_t>::max() / 2);
+  CHECK_THROWS_WITH_AS(ov::sim::model_state_of(p), doctest::Contains("past 2^63 bytes"), std::invalid_argument);
+  CHECK_THROWS_WITH_AS(ov::sim::peak_in_issue_order(p), doctest::Contains("past 2^63 bytes"), std::invalid_argument);
 }

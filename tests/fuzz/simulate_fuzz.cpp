@@ -29,6 +29,8 @@ void check_memory(const std::vector<overlap::schedule::program>& step, const ove
   try {
     for (const overlap::schedule::program& p : step) {
       const overlap::sim::memory_peak peak = overlap::sim::peak_in_issue_order(p);
+      const overlap::sim::model_state state = overlap::sim::model_state_of(p);
+      if (state.total() > peak.bytes) std::abort();  // held through the step, so within every peak
       std::int64_t held = 0, all = 0;  // held is within the peak's sums; all may overflow (unused buffers)
       bool overflows = false;
       for (std::size_t b = 0; b < p.buffers.size(); ++b) {

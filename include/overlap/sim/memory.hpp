@@ -93,23 +93,6 @@ inline void check_sizes(const schedule::program& p, std::string_view who) {
 }
 }  // namespace detail
 
-/// The model state of the rank that runs `p`. Throws std::invalid_argument for sizes that are
-/// not the buffers' (more of them, or below 0).
-inline model_state model_state_of(const schedule::program& p) {
-  detail::check_sizes(p, "model_state_of");
-  model_state m;
-  for (std::size_t i = 0; i < p.buffers.size(); ++i) {
-    const std::int64_t bytes = detail::bytes_of(p, i);
-    switch (use_of(p.buffers[i].kind)) {
-      case memory_use::weights: m.weights += bytes; break;
-      case memory_use::gradients: m.gradients += bytes; break;
-      case memory_use::optimizer: m.optimizer += bytes; break;
-      default: break;
-    }
-  }
-  return m;
-}
-
 /// What a step may take of a GPU with `capacity` bytes of memory: less `reserved_bytes` for the
 /// CUDA context with its kernels' modules, cuBLAS's workspaces and NCCL's buffers (each
 /// communicator keeps its channels' buffers, NCCL_BUFFSIZE 4 MiB apiece), and `fragmentation` of
@@ -255,6 +238,20 @@ memory_peak sweep(per_use live, std::vector<memory_event<Key>>& events, int rank
   return peak;
 }
 }  // namespace detail
+
+/// The model state of the rank that runs `p`: what it holds through the step but its
+/// userbuffers. Throws std::invalid_argument for sizes that are not the buffers' (more of them,
+/// or below 0) and sums past 2^63 bytes.
+inline model_state model_state_of(const schedule::program& p) {
+  detail::check_sizes(p, "model_state_of");
+  const per_use held = detail::held_bytes(p);
+  const model_state m{held[static_cast<std::size_t>(memory_use::weights)], held[static_cast<std::size_t>(memory_use::gradients)],
+                      held[static_cast<std::size_t>(memory_use::optimizer)]};
+  std::int64_t total = 0;
+  if (__builtin_add_overflow(m.weights, m.gradients, &total) || __builtin_add_overflow(total, m.optimizer, &total))
+    throw std::invalid_argument("model_state_of: the state of rank " + std::to_string(p.rank) + " adds up past 2^63 bytes");
+  return m;
+}
 
 /// The peak over issue order: a value takes its bytes from its first op to its last, the ops in
 /// between included: what planning can use without a simulation. Over a timeline a value may
