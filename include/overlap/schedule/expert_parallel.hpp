@@ -14,7 +14,8 @@
 /// attention forward, dispatch || expert dgrad, dispatch_bprop || (expert wgrad +) expert
 /// forward, combine || attention backward. `delay_wgrad_compute` moves the expert weight gradient
 /// out of the expert backward into the phase where the backward dispatch runs, and the attention
-/// weight gradients to the end of the layer. The composed step (step.hpp) pairs the micro-batches.
+/// weight gradients to the end of the layer. `ep_overlap_early_attn_memory_release` moves the
+/// attention backward before the experts' forward (upstream's step 7 for its step 10). The composed step (step.hpp) pairs the micro-batches.
 
 #include <cstdint>
 #include <optional>
@@ -33,6 +34,10 @@ struct moe_shape {
   int experts = 0;         ///< routed experts of the model
   int shared_ffn = 0;      ///< moe_shared_expert_intermediate_size (0: none)
   bool delay_wgrad = false;
+  /// ep_overlap_early_attn_memory_release: the backward micro-batch's attention backward runs
+  /// before the forward one's experts, freeing its attention's tensors sooner; the forward's
+  /// combine then has no compute of the other micro-batch to run under.
+  bool early_attn_release = false;
   bool recompute_experts = false;  ///< selective recompute of the routed experts ("moe")
   bool recompute_activation = false;  ///< ... of their activation alone ("moe_act"): inside their dgrad
   bool recompute_shared = false;      ///< ... of the shared experts ("shared_experts")
@@ -102,10 +107,11 @@ class moe_builder {
     if (bwd && shape_.delay_wgrad) experts_wgrad(bat);
     if (bwd) comm_in_chain(chain_b_, op_type::ep_dispatch_bprop, bat, tokens(op_type::experts_dgrad, bat),
                            tokens(op_type::ep_dispatch_bprop, bat));
+    if (bwd && shape_.early_attn_release) work_in_chain(chain_b_, [&] { backward_exit(tp, bat); });
     if (fwd) work_in_chain(chain_f_, [&] { experts_forward(fat); });
     if (fwd) comm_in_chain(chain_f_, op_type::ep_combine, fat, tokens(op_type::experts_fprop, fat),
                            tokens(op_type::ep_combine, fat));
-    if (bwd) work_in_chain(chain_b_, [&] { backward_exit(tp, bat); });
+    if (bwd && !shape_.early_attn_release) work_in_chain(chain_b_, [&] { backward_exit(tp, bat); });
     if (bwd && shape_.delay_wgrad) tp.attention_wgrad();
     if (fwd) pending_ = fat;
     recompute_ = false;

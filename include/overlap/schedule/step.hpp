@@ -303,6 +303,7 @@ inline step_shape shape_of(const settings& s, const resolved_settings& r, const 
   k.experts = {.experts = experts,
                .shared_ffn = s.moe_shared_expert_intermediate_size.value_or(0),
                .delay_wgrad = r.delay_wgrad_compute,
+               .early_attn_release = s.ep_overlap_early_attn_memory_release,
                .recompute_experts = k.recompute.experts,
                .recompute_activation = k.recompute.activation,
                .recompute_shared = k.recompute.shared_experts,
