@@ -70,9 +70,7 @@ void show(std::string_view title, const overlap::schedule::workload& w, std::str
   }
   // The memory of the rank that needs the most at its peak, over the simulated step.
   const std::vector<overlap::sim::memory_peak> peaks = overlap::sim::peaks_in_time(all.overlap_step, all.overlap);
-  std::size_t most = 0;
-  for (std::size_t k = 1; k < peaks.size(); ++k)
-    if (peaks[k].bytes > peaks[most].bytes) most = k;
+  const std::size_t most = overlap::sim::highest(peaks);
   std::printf("peak memory: %.2f GB on rank %d (", static_cast<double>(peaks[most].bytes) / 1e9, all.overlap_step[most].rank);
   for (std::size_t u = 0; u < overlap::sim::memory_uses; ++u)
     std::printf("%s%s %.2f", u ? ", " : "", std::string(overlap::sim::to_string(static_cast<overlap::sim::memory_use>(u))).c_str(),

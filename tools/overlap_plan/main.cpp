@@ -91,6 +91,14 @@ struct cli {
   std::optional<double> memory_limit_gb;  ///< simulate, tune: what a rank's step may take
 };
 
+/// How the default limit is found, from sim/memory.hpp's margin.
+std::string margin_text() {
+  char text[160];
+  std::snprintf(text, sizeof text, "less %.0f GB for the CUDA context, cuBLAS and NCCL, and %.0f %% of the rest for the "
+                "allocator's fragmentation", static_cast<double>(ov::sim::reserved_bytes) / 1e9, 100 * ov::sim::fragmentation);
+  return text;
+}
+
 [[noreturn]] void usage_error(const std::string& what) {
   throw input_error(what + " (overlap-plan --help)");
 }
@@ -165,9 +173,7 @@ std::optional<cli> parse_args(int argc, char** argv) {
         ->check(CLI::IsMember(node_names()));
     sub->add_option("--profile", c.profile,
                     "compute as measured on your GPU: the JSON that overlap-profile writes there");
-    sub->add_option("--memory-limit", c.memory_limit_gb,
-                    "GB a rank's step may take (default: the GPU's memory less 3 GB for the CUDA context, cuBLAS "
-                    "and NCCL, and 5 % of the rest for the allocator's fragmentation)")
+    sub->add_option("--memory-limit", c.memory_limit_gb, "GB a rank's step may take (default: the GPU's memory " + margin_text() + ")")
         ->check(CLI::Range(0.001, 1e6));
   };
   std::vector<CLI::App*> subs;
@@ -636,10 +642,8 @@ struct step_memory {
 };
 step_memory memory_of(const std::vector<ov::schedule::program>& step, const ov::sim::result& simulated) {
   step_memory m{{}, ov::sim::peaks_in_time(step, simulated)};
-  for (std::size_t k = 0; k < step.size(); ++k) {
-    m.ranks.push_back(step[k].rank);
-    if (m.peaks[k].bytes > m.peaks[m.most].bytes) m.most = k;
-  }
+  for (const ov::schedule::program& p : step) m.ranks.push_back(p.rank);
+  m.most = ov::sim::highest(m.peaks);
   return m;
 }
 
@@ -744,7 +748,7 @@ int run_simulate(const cli& args, const overlap_plan::bridge_config& c) {
     std::printf("%s: a rank may take %.2f GB (%s)\n", fits ? "fits" : "DOES NOT FIT", gb(limit),
                 args.memory_limit_gb ? "--memory-limit"
                                      : ("of the GPU's " + std::to_string(std::lround(gb(cost.machine().memory_capacity_bytes))) +
-                                        " GB, less 3 GB and 5 % for the CUDA context, NCCL and the allocator").c_str());
+                                        " GB, " + margin_text()).c_str());
     if (!fits)
       std::fprintf(stderr, "overlap-plan simulate: warning: rank %d needs %.2f GB at its peak, more than the %.2f GB it may "
                    "take: the run will not fit (recompute activations, fewer micro-batches in flight, or more ranks)\n",

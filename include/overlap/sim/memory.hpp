@@ -371,4 +371,12 @@ inline std::vector<memory_peak> peaks_in_time(const std::vector<schedule::progra
   return out;
 }
 
+/// The index of the highest of `peaks` (the first of equals; 0 when there are none).
+inline std::size_t highest(const std::vector<memory_peak>& peaks) {
+  std::size_t most = 0;
+  for (std::size_t k = 1; k < peaks.size(); ++k)
+    if (peaks[k].bytes > peaks[most].bytes) most = k;
+  return most;
+}
+
 }  // namespace overlap::sim
