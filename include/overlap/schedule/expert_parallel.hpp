@@ -63,20 +63,19 @@ class moe_builder {
     tokens_per_rank_ = w.tokens() / tp;
     hidden_ = w.hidden_size;
     norm_bytes_ = tokens_per_rank_ * hidden_ * element_bytes;
-    routed_bytes_ = w.tokens() / tp * w.moe_router_topk * w.hidden_size * element_bytes;
+    routed_bytes_ = tokens_per_rank_ * w.moe_router_topk * w.hidden_size * element_bytes;
+    // One tensor of the routed rows as wide as an expert's FFN.
+    const std::int64_t routed_ffn = tokens_per_rank_ * w.moe_router_topk * std::int64_t{w.moe_ffn_hidden_size} * element_bytes;
     // The router's scores (fp32) and the norm's output before it, which its weight gradient reads.
     router_saved_bytes_ = tokens_per_rank_ * shape.experts * 4 + norm_bytes_;
     // Each routed row's fc1 output (2 f, the SwiGLU's input) and the SwiGLU's output (fc2's
     // input); "moe_act" recomputes the latter.
-    experts_saved_bytes_ = (shape.recompute_activation ? 2 : 3) * (w.tokens() / tp) * w.moe_router_topk *
-                           std::int64_t{w.moe_ffn_hidden_size} * element_bytes;
+    experts_saved_bytes_ = (shape.recompute_activation ? 2 : 3) * routed_ffn;
     // The shared experts' output, and their fc1 and SwiGLU outputs over the whole sequence (their
     // columns split over tp).
     shared_saved_bytes_ = norm_bytes_ + 3 * w.tokens() * (shape.shared_ffn / tp) * std::int64_t{element_bytes};
     // The SwiGLU of the routed rows again: read fc1's 2 f, write f.
-    activation_bytes_ = shape.recompute_activation && !shape.recompute_experts
-                            ? 3 * (w.tokens() / tp) * w.moe_router_topk * std::int64_t{w.moe_ffn_hidden_size} * element_bytes
-                            : 0;
+    activation_bytes_ = shape.recompute_activation && !shape.recompute_experts ? 3 * routed_ffn : 0;
     experts_flops_ = 2 * tokens_ * w.moe_router_topk * static_cast<double>(w.expert_parameters(w.moe_ffn_hidden_size));
     // Evenly routed: the rank's tokens x top-k rows spread over its local experts.
     const std::int64_t local_experts = shape.experts / ep_;
