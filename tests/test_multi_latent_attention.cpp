@@ -21,14 +21,7 @@ namespace sc = overlap::schedule;
 namespace {
 using test_queries::find;
 using test_queries::reduced_bytes;
-
-/// h 256, 4 heads; q latent 64, kv latent 32, query/key heads 32 + 16 rotary, values 32; ffn 512,
-/// vocabulary 1000, 2 layers of 128 tokens.
-sc::workload small_mla() {
-  return {.num_layers = 2, .micro_batches = 2, .seq_length = 128, .micro_batch_size = 1, .hidden_size = 256,
-          .ffn_hidden_size = 512, .num_attention_heads = 4, .vocab_size = 1000, .multi_latent_attention = true,
-          .q_lora_rank = 64, .kv_lora_rank = 32, .qk_head_dim = 32, .qk_pos_emb_head_dim = 16, .v_head_dim = 32};
-}
+using test_queries::small_mla;
 
 std::int64_t total_bytes(const sc::program& p, sc::op_type type, sc::op_type slot) {
   std::int64_t total = 0;

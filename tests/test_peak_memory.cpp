@@ -48,6 +48,17 @@ sc::program hand_made(std::vector<sc::buffer> buffers, std::vector<std::int64_t>
 const sc::buffer act{.kind = sc::buffer_kind::activation}, work{.kind = sc::buffer_kind::workspace},
     weights{.kind = sc::buffer_kind::parameters};
 
+/// small_gqa's layers with multi-head attention and a SwiGLU of ffn = 8h/3: h 384, 6 heads of
+/// 64, ffn 1024.
+sc::workload multi_head() {
+  sc::workload w = small_gqa();
+  w.hidden_size = 384;
+  w.ffn_hidden_size = 1024;
+  w.num_attention_heads = 6;
+  w.num_query_groups = 0;
+  return w;
+}
+
 bool is_backward(sc::op_type t) {
   const std::string_view n = sc::to_string(t);
   return n.ends_with("dgrad") || n.ends_with("wgrad") || n.ends_with("bprop");
@@ -167,11 +178,7 @@ TEST_CASE("a layer keeps Korthikanti's activations, less dropout masks and score
   // (5 as^2 b) where flash attention keeps the softmax's log-sum-exp (4 bytes a row and head:
   // 4 asb). With SwiGLU at ffn = 8h/3, fc1's output (2 ffn) and the SwiGLU's (ffn) are 16 sbh
   // bytes, as GeLU's 4h input and output are. So with multi-head attention: 32 sbh/t + 4 asb/t.
-  sc::workload w = small_gqa();
-  w.hidden_size = 384;
-  w.ffn_hidden_size = 1024;  // 8h/3
-  w.num_attention_heads = 6;
-  w.num_query_groups = 0;  // multi-head
+  const sc::workload w = multi_head();
   const std::int64_t s = 128, h = 384, a = 6;
   using tp1 = ov::config<ov::dp<2>, bf16>;
   using tp2 = ov::config<ov::tp<2>, ov::sequence_parallel<>, ov::dp<2>, bf16>;
@@ -191,11 +198,7 @@ TEST_CASE("a layer keeps Korthikanti's activations, less dropout masks and score
 }
 
 TEST_CASE("recompute: full keeps a layer's input alone (2 sbh/t), selective drops the attention's output") {
-  sc::workload w = small_gqa();
-  w.hidden_size = 384;
-  w.ffn_hidden_size = 1024;
-  w.num_attention_heads = 6;
-  w.num_query_groups = 0;
+  const sc::workload w = multi_head();
   const std::int64_t s = 128, h = 384;
   using full = ov::config<ov::tp<2>, ov::sequence_parallel<>, ov::dp<2>, bf16,
                           ov::recompute_granularity<ov::granularity::full>, ov::recompute_method<ov::recompute::uniform>,
@@ -356,13 +359,7 @@ TEST_CASE("the timelines show memory: Perfetto counters per rank, a lane in the 
 TEST_CASE("MLA's latents, gathered for the qkv slot, live to the recompute of the up projections") {
   // Latents 64 + 32 + 16 = 112 wide over the whole sequence (128 tokens, bf16): outside the qkv
   // slot's userbuffer, which the next layer reuses, and alive into the backward.
-  sc::workload w = small_gqa();
-  w.multi_latent_attention = true;
-  w.q_lora_rank = 64;
-  w.kv_lora_rank = 32;
-  w.qk_head_dim = 32;
-  w.qk_pos_emb_head_dim = 16;
-  w.v_head_dim = 32;
+  const sc::workload w = test_queries::small_mla();
   using again = ov::config<ov::tp<2>, ov::sequence_parallel<>, ov::tp_comm_overlap<>, bf16,
                            ov::recompute_granularity<ov::granularity::selective>,
                            ov::recompute_modules<ov::module::mla_up_proj>>;
