@@ -504,6 +504,14 @@ TEST_CASE("simulate: a cost model's NaN, infinite or negative time names the ran
   clockless.sustained_clock_mhz = std::nan("");
   CHECK(simulate_error(pair_step(), sim::cost_model(clockless)).find("sustained_clock_mhz must be finite and >= 0") !=
         std::string::npos);
+  // An interference below 0 would run kernels beside communication faster, or backwards in time.
+  sim::machine eager = sim::h100_node();
+  eager.compute_interference = -2;
+  CHECK(simulate_error(pair_step(), sim::cost_model(eager)).find("compute_interference must be finite and >= 0") !=
+        std::string::npos);
+  eager = sim::h100_node();
+  eager.comm_interference = std::numeric_limits<double>::infinity();
+  CHECK(simulate_error(pair_step(), sim::cost_model(eager)).find("(it has inf and 0.05") != std::string::npos);
 }
 
 namespace {

@@ -306,23 +306,30 @@ TEST_CASE("the two-stream probe sets the SM model of the H200 and H100 presets")
   // data/measured-h200/concurrency.jsonl (concur2.py): the copy kernel of 16 CTAs alone 1,082 us;
   // packed 4 to an SM on 4 SMs in a GEMM's tail, 2,914.2 us; one to an SM beside the GEMM,
   // 1,265.1 us. An SM moves 16 x 1082 / (4 x 2914.2) = 1.485 CTAs' worth; beside a GEMM 16.9 %
-  // slower.
+  // slower. The GEMM alone 1,427.6 us; both side by side 1,628.3: after the copy the GEMM had
+  // 1628.3 - 1265.1 us left, so beside it it did 1427.6 - 363.2 = 1064.4 us of its work in 1,265.1
+  // on 116 of the 132 SMs, 4.4 % slower than those SMs alone, with the copy at 1082 / 1265.1 of its
+  // rate: 5.2 % per copy's rate.
   for (const sim::machine& m : {sim::h200_node(), sim::h100_node()}) {
     CAPTURE(m.name);
     CHECK(m.comm_ctas_per_sm == 4);
     CHECK(m.comm_sm_share == doctest::Approx(16 * 1082.0 / (4 * 2914.2)));
     CHECK(m.comm_interference == doctest::Approx(1265.1 / 1082.0 - 1));
+    CHECK(m.compute_interference == doctest::Approx((116.0 / 132 * 1265.1 / 1064.4 - 1) * 1265.1 / 1082));
+    CHECK(m.compute_interference == doctest::Approx(0.052).epsilon(0.01));
   }
   // Without the probe's figures the machine keeps its own (no packing, no interference).
   sim::machine m = sim::h100_node();
   m.comm_ctas_per_sm = 0;
   m.comm_interference = 0;
+  m.compute_interference = 0;
   sim::concurrency_probe half = m.profile->concurrency;
   half.copy_packed_us = 0;
   half.copy_beside_gemm_us = 0;
   sim::with_sm_probe(m, half);
   CHECK(m.comm_ctas_per_sm == 0);
   CHECK(m.comm_interference == 0);
+  CHECK(m.compute_interference == 0);
   // Out-of-range probe figures are problems.
   sim::profile p = *sim::h200_profile();
   p.concurrency.copy_packed_us = -1;

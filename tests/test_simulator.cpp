@@ -82,6 +82,47 @@ TEST_CASE("a collective on its own stream overlaps compute, on the compute strea
   CHECK(s.compute_us == doctest::Approx(10.0));
 }
 
+TEST_CASE("compute beside communication runs slower by the traffic the transfers bring its GPU") {
+  // compute_interference 0.2: a kernel runs 20 % slower beside transfers moving the NVLink rate in
+  // and out of its GPU. The GEMM of 10 us runs on the 90 SMs the all-reduce leaves (11.1 us
+  // alone there, 13.3 beside it): by the all-reduce's end at 10 us it has done 3/4 of its work, and
+  // the last 2.5 us run on all SMs at full speed.
+  sim::machine m = toy();
+  m.compute_interference = 0.2;
+  const auto gemm_end = [](const sim::machine& machine, std::vector<sc::program> step) {
+    const sim::result r = sim::simulate(step, sim::cost_model(machine));
+    REQUIRE_FALSE(r.deadlock);
+    return interval_of(r, 0, 0).end_us;
+  };
+  std::vector<sc::program> pair;
+  for (int rank = 0; rank < 2; ++rank) pair.push_back(two_rank_program(rank, 2, {gemm(0, 0), all_reduce(1, 0, 0, 0)}));
+  CHECK(gemm_end(m, pair) == doctest::Approx(12.5));
+  CHECK(gemm_end(toy(), pair) == doctest::Approx(11.0));
+  // Two all-reduces on one link move what one moves: each at half the rate for twice as long. The
+  // GEMM runs on 80 SMs (12.5 us alone, 15 beside them) for 20 us: 4/3 of its work, so it ends
+  // beside them, at 15 us.
+  std::vector<sc::program> shared;
+  for (int rank = 0; rank < 2; ++rank)
+    shared.push_back(two_rank_program(rank, 3, {gemm(0, 0), all_reduce(1, 0, 0, 0), all_reduce(2, 1, 0, 1)}));
+  CHECK(gemm_end(m, shared) == doctest::Approx(15.0));
+  // Across nodes the transfer moves the network's rate, a tenth of NVLink's on this machine: the
+  // GEMM runs 2 % slower on its 90 SMs for its whole life (the all-reduce takes 100 us).
+  std::vector<sc::program> far;
+  for (const int rank : {0, 8}) {
+    sc::program p = two_rank_program(rank, 2, {gemm(0, 0), all_reduce(1, 0, 0, 0)});
+    p.comms = {{"dp", {0, 8}}};
+    far.push_back(p);
+  }
+  CHECK(gemm_end(m, far) == doctest::Approx(100.0 / 9 * 1.02));
+  // Once the transfer ends the GEMM runs at full speed again, and without one it never slows: a
+  // GEMM issued after the all-reduce's end takes its 10 us.
+  std::vector<sc::program> after;
+  for (int rank = 0; rank < 2; ++rank)
+    after.push_back(two_rank_program(rank, 1, {all_reduce(0, 0, 0, 0), gemm(0, 0)}));
+  const sim::result r = sim::simulate(after, sim::cost_model(m));
+  CHECK(interval_of(r, 0, 1).end_us - interval_of(r, 0, 1).start_us == doctest::Approx(10.0));
+}
+
 TEST_CASE("one hardware queue blocks an independent collective behind an event wait") {
   // stream 0: gemm, record e0; stream 1: wait e0, all-reduce; stream 2: an independent all-reduce
   // issued last. With 8 queues it runs at once; with 1 it waits behind the blocked wait.

@@ -46,6 +46,12 @@ struct machine {
   /// the GPU than alone (0.17: 17 % slower), from the memory traffic they share; beside compute
   /// on a fraction f of the other SMs, f of that. 0: no interference.
   double comm_interference = 0;
+  /// How much slower a compute kernel runs beside communication that moves the NVLink rate in and
+  /// out of this GPU (what the usual communication kernel moves alone) than alone on the same SMs
+  /// (0.05: 5 % slower), from the HBM and L2 traffic they share; in proportion to the bytes per
+  /// microsecond the transfers in flight move (half of it each way: a send reads, a receive
+  /// writes). 0: no interference.
+  double compute_interference = 0;
   double gemm_efficiency = 1;       ///< achieved fraction of the tensor peak by a large GEMM
   /// Quantized GEMMs (schedule::gemm_format): how much faster a transformer layer's GEMMs run in
   /// fp8 / fp4 than in bf16 as measured, Transformer Engine's casts of their operands included
@@ -93,7 +99,8 @@ struct machine {
 /// `m` with what the two-stream probe `c` measured of communication kernels' SMs: the copy kernel
 /// alone (one CTA to an SM) against the same kernel packed on ceil(CTAs / per SM) SMs in a GEMM's
 /// tail (`comm_ctas_per_sm`, `comm_sm_share`) and beside a GEMM on the other SMs
-/// (`comm_interference`). Unchanged where the probe did not measure them.
+/// (`comm_interference`), and the GEMM beside the copy against the GEMM alone
+/// (`compute_interference`). Unchanged where the probe did not measure them.
 inline void with_sm_probe(machine& m, const concurrency_probe& c) {
   if (c.copy_ctas <= 0 || c.copy_alone_us <= 0) return;
   if (c.copy_ctas_per_sm > 0 && c.copy_packed_us > 0) {
@@ -102,6 +109,16 @@ inline void with_sm_probe(machine& m, const concurrency_probe& c) {
     m.comm_sm_share = std::min<double>(c.copy_ctas_per_sm, c.copy_ctas * c.copy_alone_us / (packed_sms * c.copy_packed_us));
   }
   if (c.copy_beside_gemm_us > 0) m.comm_interference = std::max(0.0, c.copy_beside_gemm_us / c.copy_alone_us - 1);
+  // Side by side (the copy issued first, then the GEMM), the GEMM runs on the SMs the copy leaves
+  // while the copy runs, then on all of them: what it did beside the copy is its time alone less
+  // what was left after the copy ended. Against its rate on those SMs alone, that is its slowdown,
+  // there with the copy moving copy_alone / copy_beside of its rate alone.
+  const double beside = c.gemm_alone_us - (c.side_by_side_us - c.copy_beside_gemm_us);
+  if (c.copy_beside_gemm_us > 0 && c.side_by_side_us > 0 && c.gemm_alone_us > 0 && beside > 0 && c.copy_ctas < m.sms) {
+    const double sm_share = static_cast<double>(m.sms - c.copy_ctas) / m.sms;
+    const double slowdown = sm_share * c.copy_beside_gemm_us / beside - 1;
+    m.compute_interference = std::max(0.0, slowdown * c.copy_beside_gemm_us / c.copy_alone_us);
+  }
 }
 
 /// `m` computing as profile `p` measured (its SMs, memory rate and, where measured, the host's

@@ -14,7 +14,10 @@
 /// `machine::comm_sms` for collectives, `machine::p2p_sms` for send/recv; none by copy engine) from
 /// a running GEMM if need be (which then runs slower until it gets them back when the kernel
 /// ends) and hold them from launch; a collective or send/recv transfers only
-/// once every member of its rendezvous has launched. When nothing can move while ops remain, the
+/// once every member of its rendezvous has launched. Kernels side by side share the GPU's memory
+/// system: a transfer moves less beside compute (`machine::comm_interference`, by the SMs the
+/// compute holds), and compute runs slower beside transfers (`machine::compute_interference`, by
+/// the bytes they move in and out of its GPU). When nothing can move while ops remain, the
 /// step hangs: the result says so and gives the wait-for graph.
 ///
 /// The parts, one file each under engine/: the set-up (setup.hpp: each rank's state from its

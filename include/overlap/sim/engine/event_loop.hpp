@@ -41,8 +41,12 @@ class event_loop {
         dirty_[pi] = 0;
         host_.dispatch(pi, t);
         groups_.recap(pi, t);
-        run_ahead(pi);
+        run_ahead(pi, t);
       }
+      // The transfers that started, ended or changed rate at `t` set their ranks' compute pace
+      // once every rank's events of `t` have run: what the ranks decided at `t` does not depend on
+      // the order they ran in (a step of class representatives runs them in another).
+      sms_.pace(groups_.links(), t);
       if (c_.timers.empty()) break;
       t = c_.timers.top_time();
       run_due(t);
@@ -154,9 +158,10 @@ class event_loop {
   /// events) or when nothing of its own is due. The order across ranks never changes a result, so
   /// the times are the loop's; what it saves is the queue and the cache misses of interleaving
   /// every rank's events (a data-parallel rank's compute runs mostly like this).
-  void run_ahead(std::size_t pi) {
+  void run_ahead(std::size_t pi, double t) {
     rank_state& rs = c_.ranks[pi];
     if (!fast_paths_ || unlimited_ || rs.comm_active > 0 || rs.suspended) return;
+    sms_.pace(groups_.links(), pi, t);  // its last transfer may have ended at `t`
     rs.ahead = true;
     for (const computing& k : rs.running) c_.timers.remove(c_.timer_base[pi] + k.op);
     if (c_.timers.contains(c_.wake_timers + pi)) {

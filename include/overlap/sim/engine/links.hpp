@@ -39,8 +39,13 @@ class link_model {
  public:
   /// For `ranks` ranks' links; groups are added with `add_link` and `close_group`, in order. A
   /// transfer's end is timer `first_timer` + group, ordered among simultaneous events by `order`.
-  link_model(std::size_t ranks, std::size_t groups, timer_queue& timers, std::size_t first_timer)
-      : timers_(timers), first_timer_(first_timer), transfers_(groups), on_link_(4 * ranks) {
+  /// With `track_traffic`, it keeps track of the ranks whose traffic changes (see `traffic`,
+  /// `for_each_changed`), counting the network's links at `network_share` (their rate over
+  /// NVLink's).
+  link_model(std::size_t ranks, std::size_t groups, timer_queue& timers, std::size_t first_timer,
+             bool track_traffic = false, double network_share = 0)
+      : timers_(timers), first_timer_(first_timer), network_share_(network_share), transfers_(groups),
+        on_link_(4 * ranks), changed_(track_traffic ? ranks : 0, 0) {
     begin_.reserve(groups + 1);
     begin_.push_back(0);
     order_.reserve(groups);
@@ -63,7 +68,10 @@ class link_model {
     x.work = x.left = work;
     x.since = t + latency;
     x.in_flight = true;
-    for (const std::size_t l : links_of(g)) on_link_[l].push_back(g);
+    for (const std::size_t l : links_of(g)) {
+      on_link_[l].push_back(g);
+      mark(l);
+    }
     if (links_of(g).empty()) rerate(g, t);
     else reshare(links_of(g), t);
   }
@@ -72,7 +80,10 @@ class link_model {
   void end(std::size_t g, double t) {
     if (!transfers_[g].in_flight) return;
     transfers_[g].in_flight = false;
-    for (const std::size_t l : links_of(g)) std::erase(on_link_[l], g);
+    for (const std::size_t l : links_of(g)) {
+      std::erase(on_link_[l], g);
+      mark(l);
+    }
     reshare(links_of(g), t);
   }
   /// Group g's transfer, in flight, may move at most `cap` of its link rate from `t` on.
@@ -86,6 +97,37 @@ class link_model {
   void for_each_in_flight(std::size_t rank, F f) {
     const std::array<std::size_t, 4> links{4 * rank, 4 * rank + 1, 4 * rank + 2, 4 * rank + 3};
     for_each_on(std::span<const std::size_t>(links), f);
+  }
+  /// What the transfers in flight on rank `rank`'s links move now, in NVLink rates (a transfer
+  /// moving the NVLink rate out and in: 1; a send or a receive alone: half of it; the network's
+  /// links count at their rate over NVLink's): the memory traffic they bring to its GPU. Each
+  /// link's rates are summed smallest first, so the sum does not depend on the order the
+  /// transfers started in (a step of class representatives starts them in another order).
+  double traffic(std::size_t rank) {
+    double moved = 0;
+    for (std::size_t l = 4 * rank; l < 4 * rank + 4; ++l) {
+      rates_.clear();
+      for (const std::size_t g : on_link_[l]) rates_.push_back(transfers_[g].rate);
+      std::sort(rates_.begin(), rates_.end());
+      double rates = 0;
+      for (const double r : rates_) rates += r;
+      moved += 0.5 * rates * (l % 4 < 2 ? 1.0 : network_share_);
+    }
+    return moved;
+  }
+  /// Calls f(rank) once for each rank whose traffic may have changed since it was last taken, in
+  /// the order they changed (none when not tracked).
+  template <class F>
+  void for_each_changed(F f) {
+    for (std::size_t i = 0; i < changed_list_.size(); ++i)  // f may not add to it
+      if (take_changed(changed_list_[i])) f(changed_list_[i]);
+    changed_list_.clear();
+  }
+  /// Whether rank `rank`'s traffic may have changed since it was last taken; it is taken now.
+  bool take_changed(std::size_t rank) {
+    if (changed_.empty() || !changed_[rank]) return false;
+    changed_[rank] = 0;
+    return true;
   }
   /// When group g's transfer ends, as things stand.
   double end_of(std::size_t g) const { return transfers_[g].end; }
@@ -113,10 +155,19 @@ class link_model {
       x.left = std::max(0.0, x.left - (t - x.since) * x.rate);
       x.since = t;
     }
+    const double before = x.rate;
     x.rate = x.cap;
     for (const std::size_t l : links_of(g)) x.rate = std::min(x.rate, 1.0 / static_cast<double>(on_link_[l].size()));
+    if (x.rate != before)
+      for (const std::size_t l : links_of(g)) mark(l);
     x.end = x.since + x.left / x.rate;
     timers_.set(first_timer_ + g, x.end, order_[g]);
+  }
+  /// The traffic of link l's rank changed, if it is tracked.
+  void mark(std::size_t l) {
+    if (changed_.empty() || changed_[l / 4]) return;
+    changed_[l / 4] = 1;
+    changed_list_.push_back(l / 4);
   }
   /// A transfer started or ended on `g_links` at `t`: every transfer in flight on one of them
   /// gets its new share.
@@ -135,11 +186,15 @@ class link_model {
 
   timer_queue& timers_;
   std::size_t first_timer_;
+  double network_share_;
   std::vector<transfer> transfers_;
   std::vector<std::vector<std::size_t>> on_link_;  ///< groups in flight per link
   std::vector<std::size_t> links_, begin_;  ///< group g loads links_[begin_[g] .. begin_[g + 1])
   std::vector<std::uint64_t> order_;
   std::vector<std::size_t> touched_;
+  std::vector<double> rates_;  ///< traffic's scratch
+  std::vector<char> changed_;  ///< per rank, whether it is in changed_list_ (empty: not tracked)
+  std::vector<std::size_t> changed_list_;
 };
 
 }  // namespace overlap::sim::detail

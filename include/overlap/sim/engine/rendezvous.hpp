@@ -29,7 +29,10 @@ class rendezvous {
              bool unlimited)
       : c_(c), matched_(matched), unlimited_(unlimited), expected_(matched.groups.size(), 0),
         launched_(matched.groups.size(), 0),
-        where_(matched.groups.size()), links_(c.programs.size(), matched.groups.size(), c.timers, c.group_timers) {
+        where_(matched.groups.size()),
+        links_(c.programs.size(), matched.groups.size(), c.timers, c.group_timers,
+               !unlimited && c.m.compute_interference > 0,
+               c.m.nvlink_bytes_per_us > 0 ? c.m.network_bytes_per_us / c.m.nvlink_bytes_per_us : 0) {
     const std::size_t groups = matched.groups.size();
     // Unmatched ops keep group -1 and never complete; so does a group with a missing member.
     for (std::size_t g = 0; g < groups; ++g)

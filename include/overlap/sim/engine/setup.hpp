@@ -56,6 +56,11 @@ inline void check_machine(const machine& m) {
                                 std::to_string(m.comm_sms) + ", p2p_sms " + std::to_string(m.p2p_sms) +
                                 ", launch_us " + std::to_string(m.launch_us) + ", event_us " +
                                 std::to_string(m.event_us) + ")");
+  const auto share = [](double x) { return std::isfinite(x) && x >= 0; };
+  if (!share(m.comm_interference) || !share(m.compute_interference))
+    throw std::invalid_argument("simulate: the machine's comm_interference and compute_interference must be finite "
+                                "and >= 0, 0 for none (it has " + std::to_string(m.comm_interference) + " and " +
+                                std::to_string(m.compute_interference) + ")");
   const auto clock = [](double mhz) { return std::isfinite(mhz) && mhz >= 0; };
   if (!clock(m.benchmark_clock_mhz) || !clock(m.sustained_clock_mhz))
     throw std::invalid_argument("simulate: the machine's benchmark_clock_mhz and sustained_clock_mhz must be finite "

@@ -18,6 +18,7 @@
 #include <cmath>
 #include <cstddef>
 
+#include <overlap/sim/engine/links.hpp>
 #include <overlap/sim/engine/state.hpp>
 
 namespace overlap::sim::detail {
@@ -32,12 +33,14 @@ class sm_pool {
     rank_state& rs = c_.ranks[pi];
     if (rs.free_sms < 1) return false;
     op_state& s = rs.ops[i];
-    const double duration = c_.checked(rs.free_sms == c_.m.sms ? s.whole_us : on_sms(pi, i, rs.free_sms), pi, i);
+    const double alone = c_.checked(rs.free_sms == c_.m.sms ? s.whole_us : on_sms(pi, i, rs.free_sms), pi, i);
+    const double duration = alone * rs.pace;
     // Filled in place: a record built aside and copied in stalls on its partial stores.
     computing& k = rs.running.emplace_back();
     k.op = i;
     k.sms = rs.free_sms;
     k.since = t;
+    k.alone = alone;
     k.duration = duration;
     rs.busy_sms += k.sms;
     rs.free_sms = 0;
@@ -74,6 +77,17 @@ class sm_pool {
     if (s.sms < want && s.sms > 0 && c_.m.comm_ctas_per_sm > 0)  // its CTAs share the SMs it got
       moved = moved_by(want, s.sms, (want + s.sms - 1) / s.sms);
     return true;
+  }
+
+  /// The ranks whose transfers in flight changed (link_model::for_each_changed) by `t`: their
+  /// compute kernels run the rest of their work at the pace the traffic now lets them
+  /// (machine::compute_interference).
+  void pace(link_model& links, double t) {
+    links.for_each_changed([&](std::size_t pi) { repace(links, pi, t); });
+  }
+  /// The same for rank pi alone, if its transfers changed.
+  void pace(link_model& links, std::size_t pi, double t) {
+    if (links.take_changed(pi)) repace(links, pi, t);
   }
 
   /// Op i of rank pi ended at `t`: its SMs go back to the pool, and a communication kernel's to
@@ -139,20 +153,35 @@ class sm_pool {
     const schedule::op& o = c_.programs[pi].ops[i];
     return own_model_ ? c_.cost.stretched_us(o, sms, c_.ranks[pi].ops[i].whole_us) : c_.cost.compute_us(o, sms);
   }
+  /// Rank pi's compute kernels run at the pace its traffic lets them from `t` on.
+  void repace(link_model& links, std::size_t pi, double t) {
+    rank_state& rs = c_.ranks[pi];
+    const double pace = 1 + c_.m.compute_interference * links.traffic(pi);
+    if (pace == rs.pace) return;
+    rs.pace = pace;
+    for (computing& k : rs.running) rerun(pi, k, t);
+  }
   /// A running compute op's SMs become `sms` at `t`: the work left runs at the new count's speed.
   void resize(std::size_t pi, computing& k, int sms, double t) {
-    k.done = std::min(1.0, k.done + (k.duration > 0 ? (t - k.since) / k.duration : 1.0));
-    k.since = t;
     c_.ranks[pi].busy_sms += sms - k.sms;
     k.sms = sms;
-    k.duration = c_.checked(on_sms(pi, k.op, sms), pi, k.op);
+    k.alone = c_.checked(on_sms(pi, k.op, sms), pi, k.op);
+    rerun(pi, k, t);
+  }
+  /// Running compute op `k` of rank pi runs the work left from `t` on at its SMs' speed alone
+  /// (`k.alone`) and its rank's pace.
+  void rerun(std::size_t pi, computing& k, double t) {
+    k.done = std::min(1.0, k.done + (k.duration > 0 ? (t - k.since) / k.duration : 1.0));
+    k.since = t;
+    k.duration = k.alone * c_.ranks[pi].pace;
     k.wave = -1;
     c_.ranks[pi].ops[k.op].end = t + (1 - k.done) * k.duration;
     c_.ends_at(pi, k.op);
   }
-  /// The time of one wave of running compute op `k` of rank pi on its SMs (0: not in waves).
+  /// The time of one wave of running compute op `k` of rank pi on its SMs, at its rank's pace (0:
+  /// not in waves).
   double wave_of(std::size_t pi, computing& k) const {
-    if (k.wave < 0) k.wave = c_.cost.wave_us(c_.programs[pi].ops[k.op], k.sms);
+    if (k.wave < 0) k.wave = c_.cost.wave_us(c_.programs[pi].ops[k.op], k.sms) * c_.ranks[pi].pace;
     return k.wave;
   }
   /// When the first running compute op of the rank whose blocks hold SMs ends its current wave

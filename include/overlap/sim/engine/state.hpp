@@ -29,13 +29,14 @@ inline constexpr double never = std::numeric_limits<double>::infinity();
 enum class state : unsigned char { pending, issued, launched, running, done };
 
 /// A compute op running now: its SMs, the share of its work done by `since`, its duration on its
-/// current SMs (when they change, the rest takes what the cost model says for the new count) and
-/// the time of one of its waves on them (0: not in waves; below 0: not asked for yet, as only a
-/// communication kernel looking for SMs needs it).
+/// current SMs alone (`alone`: when they change, the rest takes what the cost model says for the
+/// new count) and beside the rank's communication (`duration`: `alone` times rank_state::pace),
+/// and the time of one of its waves on them (0: not in waves; below 0: not asked for yet, as only
+/// a communication kernel looking for SMs needs it).
 struct computing {
   std::size_t op = 0;
   int sms = 0;
-  double done = 0, since = 0, duration = 0, wave = -1;
+  double done = 0, since = 0, alone = 0, duration = 0, wave = -1;
 };
 
 /// What the event loop keeps of one op: everything it reads on the op's way through the loop in
@@ -104,6 +105,9 @@ struct rank_state {
   double host_time = 0;
   int free_sms = 0;
   int busy_sms = 0;  ///< held by running compute ops
+  /// How much longer its compute kernels take beside the transfers in flight on its links than
+  /// alone (1: no communication moves; see sm_pool::pace).
+  double pace = 1;
   /// `busy_sms` when the transfers of the rank were last given their caps (rendezvous::recap).
   int capped_busy_sms = 0;
   /// Communication ops launched and not done: while there are none, no other rank can change
