@@ -100,17 +100,23 @@ class link_model {
   }
   /// What the transfers in flight on rank `rank`'s links move now, in NVLink rates (a transfer
   /// moving the NVLink rate out and in: 1; a send or a receive alone: half of it; the network's
-  /// links count at their rate over NVLink's): the memory traffic they bring to its GPU. Each
-  /// link's rates are summed smallest first, so the sum does not depend on the order the
-  /// transfers started in (a step of class representatives starts them in another order).
+  /// links count at their rate over NVLink's): the memory traffic they bring to its GPU. A link's
+  /// rates are summed in an order of their own (two in either order: addition commutes; more
+  /// smallest first), not in the order the transfers started (a step of class representatives
+  /// starts them in another order).
   double traffic(std::size_t rank) {
     double moved = 0;
     for (std::size_t l = 4 * rank; l < 4 * rank + 4; ++l) {
-      rates_.clear();
-      for (const std::size_t g : on_link_[l]) rates_.push_back(transfers_[g].rate);
-      std::sort(rates_.begin(), rates_.end());
+      const std::vector<std::size_t>& on = on_link_[l];
       double rates = 0;
-      for (const double r : rates_) rates += r;
+      if (on.size() <= 2) {
+        for (const std::size_t g : on) rates += transfers_[g].rate;
+      } else {
+        rates_.clear();
+        for (const std::size_t g : on) rates_.push_back(transfers_[g].rate);
+        std::sort(rates_.begin(), rates_.end());
+        for (const double r : rates_) rates += r;
+      }
       moved += 0.5 * rates * (l % 4 < 2 ? 1.0 : network_share_);
     }
     return moved;
