@@ -15,7 +15,8 @@
 /// forward, combine || attention backward. `delay_wgrad_compute` moves the expert weight gradient
 /// out of the expert backward into the phase where the backward dispatch runs, and the attention
 /// weight gradients to the end of the layer. `ep_overlap_early_attn_memory_release` moves the
-/// attention backward before the experts' forward (upstream's step 7 for its step 10). The composed step (step.hpp) pairs the micro-batches.
+/// attention backward before the experts' forward (upstream's step 7 for its step 10). The
+/// composed step (step.hpp) pairs the micro-batches.
 
 #include <cstdint>
 #include <optional>
