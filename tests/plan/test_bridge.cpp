@@ -3,6 +3,8 @@
 // their config types do; bad input gets one message naming the place and the field.
 #include <doctest/doctest.h>
 
+#include <fstream>
+#include <iterator>
 #include <string>
 
 #include <overlap/overlap.hpp>
@@ -222,6 +224,33 @@ TEST_CASE("overrides follow Hydra: a key the config lacks, or one added twice, i
   CHECK(fragment.tree["model"]["tensor_model_parallel_size"] == 4);
   CHECK(op::detail::edit_distance("paralel", "parallel") == 1);
   CHECK(op::detail::edit_distance("", "abc") == 3);
+}
+
+TEST_CASE("a pipeline layout given as Bridge dumps it, a list of stages of layer names, reads as the string") {
+  std::ifstream file(std::string(OVERLAP_SOURCE_DIR) + "/tests/plan/mla_mtp.yaml");
+  const std::string text{std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>()};
+  const auto with_layout = [&](const std::string& layout) {
+    std::string yaml = text;
+    const std::string line = "  pipeline_model_parallel_layout: Etttt|ttttmL\n";
+    REQUIRE(yaml.find(line) != std::string::npos);
+    yaml.replace(yaml.find(line), line.size(), "  pipeline_model_parallel_layout:\n" + layout);
+    return read_text(yaml, {.world_size = 16, .process_environment = false});
+  };
+  // Two stages as Core reads them: names in any case, with spaces around.
+  const op::bridge_config c = with_layout(
+      "  - - embedding\n    - decoder\n    - Decoder\n    - decoder\n    - decoder\n"
+      "  - [decoder, decoder, ' decoder ', decoder, mtp, LOSS]\n");
+  CHECK(c.workload.pipeline_layout == "Etttt|ttttmL");
+  // An empty stage stays a stage.
+  CHECK(with_layout("  - [embedding, decoder]\n  - []\n").workload.pipeline_layout == "Et|");
+  CHECK_THROWS_WITH_AS(with_layout("  - [embedding, decodr]\n"),
+                       doctest::Contains("model.pipeline_model_parallel_layout[0][1]: unknown layer name \"decodr\""),
+                       op::input_error);
+  CHECK_THROWS_WITH_AS(with_layout("  - [embedding, encoder]\n"), doctest::Contains("encoder layers"), op::input_error);
+  CHECK_THROWS_WITH_AS(with_layout("  - embedding\n"), doctest::Contains("[0]: expected the layout as a string"),
+                       op::input_error);
+  CHECK_THROWS_WITH_AS(with_layout("  - [embedding, 3]\n"), doctest::Contains("expected a layer name"), op::input_error);
+  CHECK_THROWS_WITH_AS(with_layout("  {a: 1}\n"), doctest::Contains("expected the layout as a string"), op::input_error);
 }
 
 TEST_CASE("multi-latent attention, MTP layers and fp8 are read from a dump and simulate as read") {

@@ -125,6 +125,37 @@ inline bool to_bool(const document& doc, const std::string& path, const json& v)
   return v.get<bool>();
 }
 
+/// `pipeline_model_parallel_layout` as the layout string of schedule::parse_pipeline_layout.
+/// Megatron-Core takes the string ("Et|(tt|)*30mL") or, as Bridge dumps its recipes, a list of
+/// virtual stages, each a list of layer names (embedding, decoder, mtp, loss; case and spaces
+/// ignored, as Core reads them): that list is written as the string, a stage's letters per stage.
+inline std::string layout_text(const document& doc, const std::string& path, const json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  const std::string expected = "expected the layout as a string (\"Et|(tt|)*30mL\") or a list of stages, each a list of "
+                               "layer names (embedding, decoder, mtp, loss)";
+  if (!v.is_array() || v.empty()) bad(doc, path, expected + ", got " + shown(v));
+  std::string out;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const std::string stage = path + "[" + std::to_string(i) + "]";
+    if (!v[i].is_array()) bad(doc, stage, expected + "; this stage is " + shown(v[i]));
+    if (i > 0) out += '|';
+    for (std::size_t j = 0; j < v[i].size(); ++j) {
+      const std::string at = stage + "[" + std::to_string(j) + "]";
+      if (!v[i][j].is_string()) bad(doc, at, "expected a layer name (embedding, decoder, mtp, loss), got " + shown(v[i][j]));
+      std::string name;
+      for (const char c : v[i][j].get<std::string>())
+        if (c != ' ' && c != '\t') name += static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+      if (name == "embedding") out += 'E';
+      else if (name == "decoder") out += 't';
+      else if (name == "mtp") out += 'm';
+      else if (name == "loss") out += 'L';
+      else if (name == "encoder") bad(doc, at, "encoder layers in a layout are not supported (Megatron-Core refuses them too)");
+      else bad(doc, at, "unknown layer name " + shown(v[i][j]) + "; expected embedding, decoder, mtp or loss");
+    }
+  }
+  return out;
+}
+
 /// A list of enum names: a YAML list, or one string split on ',' (upstream CG-1). "full" and ""
 /// mean the whole layer, which is the empty list.
 template <class E>
@@ -615,8 +646,7 @@ inline bridge_config read_config(const document& doc, const read_options& opt = 
       if constexpr (std::is_same_v<T, bool>) {
         member = to_bool(doc, path, v);
       } else if constexpr (std::is_same_v<T, std::string>) {
-        if (!v.is_string()) bad(doc, path, "expected the layout as a string (\"Et|(tt|)*30mL\"), got " + shown(v));
-        member = v.template get<std::string>();
+        member = detail::layout_text(doc, path, v);
       } else {
         member = to_integer<int>(doc, path, v);
         if (member < 0) bad(doc, path, "a model size cannot be negative, got " + shown(v));
