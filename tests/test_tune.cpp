@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -96,6 +97,17 @@ TEST_CASE("tune: the configuration first, the best found ahead, rejections by ru
     CHECK(one.tried[i].simulated.step_time_us == two.tried[i].simulated.step_time_us);
   }
   CHECK(one.ranked == two.ranked);
+  // A limit nothing fits in: ranked all the same, as without a limit, and said so.
+  const ov::plan::tune_result tight = ov::plan::tune(s, small_moe(), cost, 1, {}, /*memory_limit=*/1);
+  CHECK(one.none_fits_least_bytes == 0);
+  std::int64_t least = one.configured().peak_bytes;
+  for (const auto& c : one.tried)
+    if (c.rules.empty() && !c.failed) least = std::min(least, c.peak_bytes);
+  CHECK(tight.none_fits_least_bytes == least);
+  CHECK(tight.best().picks == one.best().picks);
+  CHECK(tight.best().simulated.step_time_us == one.best().simulated.step_time_us);
+  CHECK(tight.ranked.size() >= one.ranked.size());
+  CHECK(std::none_of(tight.tried.begin(), tight.tried.end(), [](const auto& c) { return c.too_big; }));
   // A configuration the rules reject is refused, naming the rule.
   ov::settings bad = s;
   bad.overlap_grad_reduce = false;  // overlap_param_gather derived on: DP-9

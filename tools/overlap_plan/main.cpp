@@ -820,6 +820,7 @@ int run_tune(const cli& args, const overlap_plan::document& doc, const overlap_p
                 {"profile", args.profile.empty() ? json(nullptr) : json(args.profile)},
                 {"knobs", json::array()}, {"ranked", json::array()},
                 {"rejected", t.rejected}, {"rejected_by", t.rejected_by}, {"memory_limit_bytes", limit},
+                {"none_fits", t.none_fits_least_bytes > 0},
                 {"overlap_off_step_time_us", t.overlap_off.step_time_us},
                 {"given_step_time_us", given_us}, {"best_overrides", overrides}, {"best_yaml", yaml}, {"seconds", seconds}};
     for (const ov::plan::knob& k : t.knobs) {
@@ -849,6 +850,10 @@ int run_tune(const cli& args, const overlap_plan::document& doc, const overlap_p
   if (limit > 0)
     std::printf("  a rank may take %.2f GB (%s); peak_GB: the most a rank's step takes, over issue order\n",
                 static_cast<double>(limit) / 1e9, args.memory_limit_gb ? "--memory-limit" : "the GPU's memory less the margin");
+  if (t.none_fits_least_bytes > 0)
+    std::printf("  NONE FITS: the least any combination takes is %.2f GB, so all are ranked without the limit\n"
+                "  (recompute activations, fewer micro-batches in flight, or more ranks)\n",
+                static_cast<double>(t.none_fits_least_bytes) / 1e9);
   for (const ov::plan::knob& k : t.knobs) {
     std::printf("  %-28s", k.name.c_str());
     for (const ov::plan::knob_choice& ch : k.choices) std::printf(" [%s]", ch.label.c_str());

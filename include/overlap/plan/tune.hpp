@@ -166,6 +166,9 @@ struct tune_result {
   /// Rejected combinations per rule id (a combination may break several) or per failure.
   std::map<std::string, std::size_t> rejected_by;
   std::size_t rejected = 0;
+  /// No combination fits in the memory limit: the search then ranked them all without it, and
+  /// this is the least any valid combination takes (0: the limit held, or there was none).
+  std::int64_t none_fits_least_bytes = 0;
 
   const tune_candidate& configured() const { return tried.front(); }
   const tune_candidate& best() const { return tried[ranked.front()]; }
@@ -173,9 +176,9 @@ struct tune_result {
 
 /// Searches `s`'s overlap knobs for workload `w` on `cost`'s machine, on up to `threads` threads
 /// (0: one per core); `progress(done, planned)` is called as combinations are simulated. A
-/// combination whose rank takes more than `memory_limit` bytes (0: no limit) is dropped. `s`
-/// must be valid and its step buildable, and some combination must fit (else
-/// std::invalid_argument naming why).
+/// combination whose rank takes more than `memory_limit` bytes (0: no limit) is dropped; where
+/// none fits, the search is run again without the limit and `none_fits_least_bytes` says so. `s`
+/// must be valid and its step buildable (else std::invalid_argument naming why).
 inline tune_result tune(const settings& s, const schedule::workload& w, const cost_model& cost, unsigned threads = 0,
                         const std::function<void(std::size_t, std::size_t)>& progress = {},
                         std::int64_t memory_limit = 0) {
@@ -236,56 +239,61 @@ inline tune_result tune(const settings& s, const schedule::workload& w, const co
   }, threads);
   if (!out.configured().rules.empty() || out.configured().failed)
     throw std::invalid_argument("plan::tune: the configuration's step cannot be simulated: " + out.configured().failure);
-  for (int pass = 0; pass < 3; ++pass) {
-    bool changed = false;
-    for (std::size_t k = 0; k < knobs.size(); ++k) {
-      std::vector<std::vector<std::size_t>> batch;
-      for (std::size_t j = 0; j < knobs[k].choices.size(); ++j) {
-        batch.push_back(best);
-        batch.back()[k] = j;
-      }
-      evaluate_all(batch);
-      for (const auto& picks : batch)
-        if (better(at(picks), at(best))) {
-          best = picks;
-          changed = true;
+  // Coordinate descent from the configuration, then every combination tried ranked.
+  const auto search = [&] {
+    best.assign(knobs.size(), 0);
+    out.ranked.clear();
+    out.rejected_by.clear();
+    out.rejected = 0;
+    for (int pass = 0; pass < 3; ++pass) {
+      bool changed = false;
+      for (std::size_t k = 0; k < knobs.size(); ++k) {
+        std::vector<std::vector<std::size_t>> batch;
+        for (std::size_t j = 0; j < knobs[k].choices.size(); ++j) {
+          batch.push_back(best);
+          batch.back()[k] = j;
         }
+        evaluate_all(batch);
+        for (const auto& picks : batch)
+          if (better(at(picks), at(best))) {
+            best = picks;
+            changed = true;
+          }
+      }
+      if (!changed) break;
     }
-    if (!changed) break;
-  }
-  for (std::size_t i = 0; i < out.tried.size(); ++i) {
-    const tune_candidate& c = out.tried[i];
-    if (c.usable()) {
-      out.ranked.push_back(i);
-      continue;
+    for (std::size_t i = 0; i < out.tried.size(); ++i) {
+      const tune_candidate& c = out.tried[i];
+      if (c.usable()) {
+        out.ranked.push_back(i);
+        continue;
+      }
+      ++out.rejected;
+      if (c.failed) ++out.rejected_by["simulation: " + c.failure.substr(0, 80)];
+      if (c.too_big && !c.failed) ++out.rejected_by["memory: more than the limit"];
+      for (const std::string& id : c.rules) ++out.rejected_by[id];
     }
-    ++out.rejected;
-    if (c.failed) ++out.rejected_by["simulation: " + c.failure.substr(0, 80)];
-    if (c.too_big && !c.failed) ++out.rejected_by["memory: more than the limit"];
-    for (const std::string& id : c.rules) ++out.rejected_by[id];
-  }
-  // By step time, ties to the combination that changes fewer knobs; the best found leads, ahead
-  // of one faster by less than the 0.1 % a knob must gain.
-  const auto changes = [&](std::size_t i) {
-    return std::count_if(out.tried[i].picks.begin(), out.tried[i].picks.end(), [](std::size_t p) { return p != 0; });
-  };
-  std::sort(out.ranked.begin(), out.ranked.end(), [&](std::size_t a, std::size_t b) {
-    const double ta = out.tried[a].simulated.step_time_us, tb = out.tried[b].simulated.step_time_us;
-    if (ta != tb) return ta < tb;
-    return changes(a) < changes(b);
-  });
-  if (out.ranked.empty()) {
-    std::int64_t least = out.configured().peak_bytes;
-    for (const tune_candidate& c : out.tried)
-      if (c.rules.empty() && !c.failed) least = std::min(least, c.peak_bytes);
-    const auto gb = [](std::int64_t bytes) {
-      char text[32];
-      std::snprintf(text, sizeof text, "%.2f GB", static_cast<double>(bytes) / 1e9);
-      return std::string(text);
+    // By step time, ties to the combination that changes fewer knobs; the best found leads, ahead
+    // of one faster by less than the 0.1 % a knob must gain.
+    const auto changes = [&](std::size_t i) {
+      return std::count_if(out.tried[i].picks.begin(), out.tried[i].picks.end(), [](std::size_t p) { return p != 0; });
     };
-    throw std::invalid_argument("plan::tune: no combination fits in " + gb(memory_limit) +
-                                " a rank; the one that takes the least takes " + gb(least) +
-                                " (recompute activations, fewer micro-batches in flight, or more ranks)");
+    std::sort(out.ranked.begin(), out.ranked.end(), [&](std::size_t a, std::size_t b) {
+      const double ta = out.tried[a].simulated.step_time_us, tb = out.tried[b].simulated.step_time_us;
+      if (ta != tb) return ta < tb;
+      return changes(a) < changes(b);
+    });
+  };
+  search();
+  if (out.ranked.empty()) {  // none fits (the configuration itself is valid and simulated)
+    std::int64_t least = out.configured().peak_bytes;
+    for (tune_candidate& c : out.tried) {
+      if (c.rules.empty() && !c.failed) least = std::min(least, c.peak_bytes);
+      c.too_big = false;
+    }
+    memory_limit = 0;
+    out.none_fits_least_bytes = least;
+    search();
   }
   const std::size_t best_index = seen.at(best);
   std::stable_partition(out.ranked.begin(), out.ranked.end(), [&](std::size_t i) { return i == best_index; });
