@@ -108,8 +108,18 @@ TEST_CASE("tune: the configuration first, the best found ahead, rejections by ru
   CHECK(tight.best().simulated.step_time_us == one.best().simulated.step_time_us);
   CHECK(tight.ranked.size() >= one.ranked.size());
   CHECK(std::none_of(tight.tried.begin(), tight.tried.end(), [](const auto& c) { return c.too_big; }));
-  // A configuration the rules reject is refused, naming the rule.
+  // A configuration upstream refuses is refused, naming the rule.
   ov::settings bad = s;
-  bad.overlap_grad_reduce = false;  // overlap_param_gather derived on: DP-9
-  CHECK_THROWS_WITH_AS(ov::plan::tune(bad, small_moe(), cost, 1), doctest::Contains("[DP-9]"), std::invalid_argument);
+  bad.num_buckets = 2;
+  bad.bucket_size = 1000000;  // DP-12
+  CHECK_THROWS_WITH_AS(ov::plan::tune(bad, small_moe(), cost, 1), doctest::Contains("[DP-12]"), std::invalid_argument);
+  // One that only Megatron-LM's launcher refuses is tuned as Bridge runs it; the combinations
+  // searched from it must pass every rule.
+  ov::settings unchecked = s;
+  unchecked.overlap_grad_reduce = false;  // overlap_param_gather derived on: DP-9
+  const ov::plan::tune_result from_dp9 = ov::plan::tune(unchecked, small_moe(), cost, 1);
+  CHECK(from_dp9.configured().usable());
+  CHECK(from_dp9.configured().tried == unchecked);
+  for (std::size_t i = 1; i < from_dp9.tried.size(); ++i)
+    CHECK((!from_dp9.tried[i].usable() || ov::validate(from_dp9.tried[i].tried).ok()));
 }

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include <overlap/rules/upstream.hpp>
+#include <overlap/schedule/step.hpp>
 
 #include "sweep.hpp"
 
@@ -37,9 +38,50 @@ TEST_CASE("every E rule upstream lets run says what upstream does, in words and 
       ++lenient;
     }
   }
-  // TP-1, TP-2, TP-9, TP-17, TE-4, PP-16, DP-21, DP-22, SE-5, FX-1, FX-7, FX-11.
-  CHECK(lenient == 12);
-  CHECK(ov::rules::find("DP-9").upstream_for(ov::settings{}) == ov::rules::upstream::enforces);
+  // TP-1, TP-2, TP-9, TP-17, TE-4, PP-16, DP-9, DP-21, DP-22, SE-5, FX-1, FX-7, FX-11.
+  CHECK(lenient == 13);
+  CHECK(ov::rules::find("DP-12").upstream_for(ov::settings{}) == ov::rules::upstream::enforces);
+  CHECK(ov::rules::find("DP-9").upstream_for(ov::settings{}) == ov::rules::upstream::unchecked);
+}
+
+TEST_CASE("param gather overlap without grad reduce overlap: Bridge runs it as written, and it builds") {
+  // Megatron-LM's validate_args refuses it (DP-9); Bridge and Core do not check it, and Bridge's
+  // DeepSeek-V3 H100 recipe runs it (upstream-rules.md DP-9).
+  ov::settings s;
+  s.data_parallel_size = 4;
+  s.distributed_optimizer = true;
+  s.overlap_grad_reduce = false;
+  CHECK(ov::validate(s).violates("DP-9"));
+  const ov::report runnable = ov::validate_runnable(s);
+  CHECK(runnable.ok());
+  REQUIRE(runnable.resolved);
+  CHECK(runnable.resolved->overlap_param_gather);
+  CHECK(!runnable.resolved->overlap_grad_reduce);
+  const ov::upstream_reading r = ov::read_as_upstream(s);
+  CHECK(r.runs());
+  CHECK(r.as_run == s);
+  CHECK(ids(r) == std::vector<std::string_view>{"DP-9"});
+  CHECK(r.lenient[0].what == ov::rules::upstream::unchecked);
+  CHECK(r.lenient[0].changed.empty());
+  // The step builds: the parameters gathered on the dp stream, the gradients reduced on compute.
+  const ov::schedule::workload w{.num_layers = 2, .micro_batches = 2, .seq_length = 256, .hidden_size = 256,
+                                 .ffn_hidden_size = 512, .num_attention_heads = 4, .vocab_size = 1024};
+  const auto step = ov::schedule::compose_step(s, *runnable.resolved, w);
+  bool gathered_on_dp = false, reduced_on_compute = false;
+  for (const auto& p : step)
+    for (const auto& op : p.ops) {
+      const auto role = p.streams[static_cast<std::size_t>(op.stream)].role;
+      gathered_on_dp |= op.key.type == ov::schedule::op_type::dp_param_gather && role == ov::schedule::stream_role::dp_comm;
+      reduced_on_compute |= op.key.type == ov::schedule::op_type::dp_grad_reduce && role == ov::schedule::stream_role::compute;
+    }
+  CHECK(gathered_on_dp);
+  CHECK(reduced_on_compute);
+  // A rule upstream enforces beside it still stops the run.
+  s.num_buckets = 2;
+  s.bucket_size = 1000000;  // DP-12
+  CHECK(ov::validate_runnable(s).violates("DP-12"));
+  CHECK(!ov::validate_runnable(s).violates("DP-9"));
+  CHECK(!ov::read_as_upstream(s).runs());
 }
 
 TEST_CASE("TP overlap at tp 1: upstream turns it off, then ignores the userbuffer config it left") {
@@ -64,13 +106,15 @@ TEST_CASE("a rule upstream enforces stays an error, the lenient ones around it a
   ov::settings s;
   s.data_parallel_size = 8;
   s.distributed_optimizer = true;
-  s.overlap_grad_reduce = false;  // DP-1 derives overlap_param_gather: DP-9, an error upstream
+  s.num_buckets = 2;
+  s.bucket_size = 1000000;        // DP-12, an error upstream
+  s.overlap_grad_reduce = false;  // DP-1 derives overlap_param_gather: DP-9, which Bridge does not check
   s.batch_p2p_comm = true;        // pp 1: PP-16, ignored upstream
   const ov::upstream_reading r = ov::read_as_upstream(s);
   CHECK(!r.runs());
-  CHECK(r.errors.violates("DP-9"));
+  CHECK(r.errors.violates("DP-12"));
   CHECK(r.errors.count() == 1);
-  CHECK(ids(r) == std::vector<std::string_view>{"PP-16"});
+  CHECK(ids(r) == std::vector<std::string_view>{"PP-16", "DP-9"});
   CHECK(!r.as_run.batch_p2p_comm);
 }
 

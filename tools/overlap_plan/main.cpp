@@ -393,7 +393,8 @@ judgement judge(const overlap_plan::bridge_config& c, const overlap_plan::docume
   for (const ov::diagnostic& d : out.upstream.errors) out.findings.push_back({&ov::rules::find(d.id), severity::error, ov::rules::upstream::enforces, {}, {}, {}});
   const std::size_t errors = out.findings.size();
   for (const ov::upstream_finding& u : out.upstream.lenient) {
-    finding f{u.rule, severity::note, u.what, {}, {}, {}};
+    // A rule upstream does not check changes nothing: a warning, whatever the values behind it.
+    finding f{u.rule, u.what == ov::rules::upstream::unchecked ? severity::warning : severity::note, u.what, {}, {}, {}};
     for (const std::string_view field : u.changed) {
       const bool by_default = overlap_plan::holds_upstream_default(doc, c, field);
       if (!by_default) f.level = severity::warning;
@@ -485,7 +486,7 @@ int run_check(const cli& args, const overlap_plan::document& doc, const overlap_
   }
   if (warnings > 0) {
     std::cout << '\n' << warnings << (warnings == 1 ? " warning" : " warnings")
-              << ": upstream runs the config, but not as written" << (args.strict ? " (errors under --strict)" : " (--strict makes warnings errors)") << ":\n";
+              << ": upstream runs the config, but not as written or not as Megatron-LM would" << (args.strict ? " (errors under --strict)" : " (--strict makes warnings errors)") << ":\n";
     for (const finding& f : j.findings)
       if (f.level == severity::warning) print_finding(std::cout, f, doc);
   }

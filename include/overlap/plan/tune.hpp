@@ -178,12 +178,13 @@ struct tune_result {
 /// (0: one per core); `progress(done, planned)` is called as combinations are simulated. A
 /// combination whose rank takes more than `memory_limit` bytes (0: no limit) is dropped; where
 /// none fits, the search is run again without the limit and `none_fits_least_bytes` says so. `s`
-/// must be valid and its step buildable (else std::invalid_argument naming why).
+/// must run as upstream runs it (validate_runnable) and its step be buildable (else
+/// std::invalid_argument naming why); every other combination must pass every rule.
 inline tune_result tune(const settings& s, const schedule::workload& w, const cost_model& cost, unsigned threads = 0,
                         const std::function<void(std::size_t, std::size_t)>& progress = {},
                         std::int64_t memory_limit = 0) {
   if (memory_limit < 0) throw std::invalid_argument("plan::tune: memory_limit " + std::to_string(memory_limit) + " < 0");
-  if (const report rep = validate(s); !rep.ok())
+  if (const report rep = validate_runnable(s); !rep.ok())
     throw std::invalid_argument("plan::tune: the configuration violates [" + std::string(rep.begin()->id) + "]");
   tune_result out;
   out.knobs = overlap_knobs(s);
@@ -207,7 +208,9 @@ inline tune_result tune(const settings& s, const schedule::workload& w, const co
       tune_candidate& c = done[i];
       c.picks = fresh[i];
       c.tried = settings_of(c.picks);
-      for (const diagnostic& d : validate(c.tried)) c.rules.emplace_back(d.id);
+      // The configuration as upstream runs it; every other combination must pass every rule.
+      const bool configured = std::all_of(c.picks.begin(), c.picks.end(), [](std::size_t p) { return p == 0; });
+      for (const diagnostic& d : configured ? validate_runnable(c.tried) : validate(c.tried)) c.rules.emplace_back(d.id);
       if (!c.rules.empty()) return;
       try {
         class_simulation made = simulate_by_class(c.tried, w, cost, {}, /*intervals=*/false, &spaces[worker]);

@@ -41,10 +41,12 @@ using condition = bool (*)(const settings&, const resolved_settings&);
 /// What upstream (Megatron-Bridge over Megatron-Core and Transformer Engine) does where an E rule
 /// fires: the kind column of ../shared/reference/upstream-rules.md. `enforces`: it raises (ERROR),
 /// or the rule is a limit of this project; `turns_off`: it switches the feature off and runs
-/// (AUTO-OFF); `ignores`: the flag has no effect and the run goes on (WARN, or nothing at all).
-/// A config type fails to compile on every E rule alike; reading an upstream dump, only
-/// `enforces` stops the run that upstream would start.
-enum class upstream : std::uint8_t { enforces, turns_off, ignores };
+/// (AUTO-OFF); `ignores`: the flag has no effect and the run goes on (WARN, or nothing at all);
+/// `unchecked`: only Megatron-LM's own launcher raises (its validate_args, which Bridge does not
+/// run), and Bridge and Megatron-Core run the config as written. A config type fails to compile on
+/// every E rule alike; reading an upstream dump, only `enforces` stops the run that upstream would
+/// start.
+enum class upstream : std::uint8_t { enforces, turns_off, ignores, unchecked };
 
 constexpr std::string_view to_string(upstream u) {
   switch (u) {
@@ -54,6 +56,8 @@ constexpr std::string_view to_string(upstream u) {
       return "turns off";
     case upstream::ignores:
       return "ignores";
+    case upstream::unchecked:
+      return "does not check";
   }
   return "?";
 }

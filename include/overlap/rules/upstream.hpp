@@ -21,20 +21,21 @@ namespace overlap {
 /// An E rule that fires and that upstream lets run.
 struct upstream_finding {
   const rules::rule* rule = nullptr;
-  rules::upstream what = rules::upstream::ignores;  ///< turns off, or ignores
-  std::vector<std::string_view> changed;           ///< the settings fields upstream runs otherwise
+  rules::upstream what = rules::upstream::ignores;  ///< turns off, ignores, or does not check
+  std::vector<std::string_view> changed;           ///< the settings fields upstream runs otherwise (none if unchecked)
 };
 
 struct upstream_reading {
   settings as_run;                       ///< the settings upstream runs
-  std::vector<upstream_finding> lenient; ///< in the order applied
-  report errors;                         ///< `validate(as_run)`: only rules upstream enforces
+  std::vector<upstream_finding> lenient; ///< in the order applied, then the rules upstream does not check
+  report errors;                         ///< `validate_runnable(as_run)`: only rules upstream enforces
 
   bool runs() const { return errors.ok(); }
 };
 
 /// Applies, one at a time in table order, what upstream does for each E rule that fires and that
-/// it lets run, until only rules it enforces fire (or none). A rule whose action would leave the
+/// it lets run, until only rules it enforces or does not check fire (or none); those it does not
+/// check stay as written and end the list of findings. A rule whose action would leave the
 /// settings unchanged, or that fires again after its action, is a defect of the table: logic_error.
 inline upstream_reading read_as_upstream(const settings& s) {
   upstream_reading out{s, {}, {}};
@@ -43,13 +44,17 @@ inline upstream_reading read_as_upstream(const settings& s) {
     const rules::rule* next = nullptr;
     for (const diagnostic& d : rep) {
       const rules::rule& x = rules::find(d.id);
-      if (x.upstream_for(out.as_run) != rules::upstream::enforces) {
+      const rules::upstream u = x.upstream_for(out.as_run);
+      if (u != rules::upstream::enforces && u != rules::upstream::unchecked) {
         next = &x;
         break;
       }
     }
     if (!next) {
-      out.errors = rep;
+      for (const diagnostic& d : rep)
+        if (const rules::rule& x = rules::find(d.id); x.upstream_for(out.as_run) == rules::upstream::unchecked)
+          out.lenient.push_back({&x, rules::upstream::unchecked, {}});
+      out.errors = validate_runnable(out.as_run);
       return out;
     }
     for (const upstream_finding& f : out.lenient)

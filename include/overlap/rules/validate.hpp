@@ -27,4 +27,17 @@ constexpr report validate(const settings& s) {
   return out;
 }
 
+/// `validate(s)` less the rules upstream does not check (rules::upstream::unchecked: Megatron-LM's
+/// launcher alone refuses them, Bridge runs them as written): what stops a run of `s`. `resolved`
+/// is engaged when nothing does. The step generators and the tuner build every such `s`.
+constexpr report validate_runnable(const settings& s) {
+  const report all = validate(s);
+  report out;
+  out.notes = all.notes;
+  for (const diagnostic& d : all)
+    if (const rules::rule& x = rules::find(d.id); x.upstream_for(s) != rules::upstream::unchecked) out.add_violation(x);
+  if (out.ok()) out.resolved = all.resolved ? all.resolved : derive(s);
+  return out;
+}
+
 }  // namespace overlap

@@ -184,9 +184,10 @@ inline step_shape shape_of(const settings& s, const resolved_settings& r, const 
   const auto need = [&](bool ok, const std::string& what) {
     if (!ok) problems.push_back(what);
   };
-  // The settings first: every rule of the table, as validate() reports them. What follows
-  // divides by their sizes, so it is skipped when they are wrong.
-  const report checked = validate(s);
+  // The settings first: every rule of the table, as validate() reports them, but for those upstream
+  // does not check and runs as written (validate_runnable). What follows divides by their sizes,
+  // so it is skipped when they are wrong.
+  const report checked = validate_runnable(s);
   // append, not "[" + string: g++ 12 -O3 reports a false -Wrestrict on that in some TUs (PR 105329).
   for (const diagnostic& v : checked) problems.push_back(std::string("[").append(v.id).append("] ").append(v.message));
   need(!checked.resolved || *checked.resolved == r,
