@@ -191,6 +191,7 @@ std::optional<cli> parse_args(int argc, char** argv) {
                        "the ranks whose ops step.json holds (each stands for its class), e.g. 0,128; default: "
                        "the representatives, as many as fit about 250,000 ops")
       ->delimiter(',')
+      ->allow_extra_args(false)
       ->check(CLI::NonNegativeNumber);
   tune->add_option("--threads", c.threads,
                    "simulate up to N combinations at once (default: one per core; the result does not depend on it)")
