@@ -135,6 +135,24 @@ std::vector<std::string> node_names() {
 
 /// The command line, with CLI11: one declaration per option gives its parsing, its check and its
 /// line of --help. Returns nothing for --help (printed here).
+/// --gpu's check: one of `known`; a GPU the recipes name that is newer than the settings' GPU
+/// list (Bridge's VR200 dumps) gets the way out instead of the list alone.
+CLI::Validator gpu_check(const std::vector<std::string>& known) {
+  std::string list;
+  for (const std::string& g : known) (list += list.empty() ? "" : ",") += g;
+  return CLI::Validator(
+      [known, list](std::string& name) -> std::string {
+        if (std::find(known.begin(), known.end(), name) != known.end()) return {};
+        if (name == "vr200" || name == "r100" || name == "r200")
+          return name + " (Rubin) is newer than the GPUs this tool knows {" + list +
+                 "}: there is no gpu_model for the rules nor a node preset. Check it as the closest one it knows "
+                 "(--gpu gb300), and simulate on --machine gb300 with --profile FILE, FILE holding compute measured "
+                 "on your GPU (what overlap-profile writes)";
+        return name + " not in {" + list + "}";
+      },
+      "GPU");
+}
+
 std::optional<cli> parse_args(int argc, char** argv) {
   cli c;
   CLI::App app{description, "overlap-plan"};
@@ -155,7 +173,7 @@ std::optional<cli> parse_args(int argc, char** argv) {
         ->check(CLI::Range(1, 1 << 24));
     sub->add_option("--gpu", gpu, "the GPU (rules ENV-1, ENV-6, EP-21, FX-3; the simulated node); also "
                                   "overlap_plan.gpu in the config")
-        ->check(CLI::IsMember(gpus));
+        ->check(gpu_check(gpus));
     sub->add_option("--te-version", te_version,
                     "the Transformer Engine version X.Y.Z (TE rules apply only when it is given); also "
                     "overlap_plan.te_version");
