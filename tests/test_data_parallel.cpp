@@ -205,3 +205,61 @@ TEST_CASE("with a pipeline only the first stage reduces during its last backward
   const double without = ov::sim::simulate(sc::compose_step(off, ov::derive(off), w), h100).step_time_us;
   CHECK(with <= without * 1.001);
 }
+
+TEST_CASE("aligned param gathers in an interleaved pipeline: whole chunks, when the schedule says") {
+  // Megatron-Core with align_param_gather (Bridge derives it with vpp): chunks 0 and 1 are
+  // dispatched whole at the start; chunk c + 1 at the forward of virtual micro-batch k where
+  // k + pp_rank is the first of chunk c; a use only waits. pp 2, vpp 4: one layer a virtual stage.
+  ov::settings s;
+  s.pipeline_model_parallel_size = 2;
+  s.virtual_pipeline_model_parallel_size = 4;
+  s.data_parallel_size = 2;
+  s.distributed_optimizer = true;
+  s.precision = ov::dtype::bf16;
+  s.bucket_size = 1'000'000;  // several buckets a chunk
+  const ov::resolved_settings r = ov::derive(s);
+  REQUIRE(r.align_param_gather);
+  REQUIRE(r.overlap_param_gather);
+  sc::workload w;
+  w.num_layers = 8;
+  w.micro_batches = 4;
+  w.hidden_size = 1024;
+  w.ffn_hidden_size = 4096;
+  w.num_attention_heads = 8;
+  w.seq_length = 1024;
+  w.vocab_size = 32000;
+  const auto step = sc::compose_step(s, r, w);
+  CHECK(ov::verify::verify(step).empty());
+  for (int stage = 0; stage < 2; ++stage) {
+    const sc::program& p = step[static_cast<std::size_t>(stage * 2)];
+    // Per chunk: where its gathers are, and where its forwards start (the i-th forward op of it).
+    std::vector<std::vector<std::size_t>> gathers(4), forwards(4);
+    for (std::size_t i = 0; i < p.ops.size(); ++i) {
+      const sc::op& o = p.ops[i];
+      if (o.key.type == sc::op_type::dp_param_gather) gathers[static_cast<std::size_t>(o.key.at.chunk)].push_back(i);
+      const std::string name(sc::to_string(o.key.type));
+      if (o.kind == sc::op_kind::compute && o.key.at.layer >= 0 && !o.key.recompute && name.ends_with("_fprop") &&
+          (forwards[static_cast<std::size_t>((o.key.at.layer - stage) / 2)].empty() ||
+           o.key.at.micro_batch != p.ops[forwards[static_cast<std::size_t>((o.key.at.layer - stage) / 2)].back()].key.at.micro_batch))
+        forwards[static_cast<std::size_t>((o.key.at.layer - stage) / 2)].push_back(i);
+    }
+    CAPTURE(stage);
+    for (int c = 0; c < 4; ++c) {
+      const auto& g = gathers[static_cast<std::size_t>(c)];
+      REQUIRE(g.size() > 1);
+      // A chunk's gathers go out together, before any of its forwards.
+      CHECK(g.back() < forwards[static_cast<std::size_t>(c)].front());
+      for (std::size_t i = g.front(); i < g.back(); ++i) CHECK(p.ops[i].kind != sc::op_kind::compute);
+    }
+    // Chunks 0 and 1 at the start.
+    CHECK(gathers[1].back() < forwards[0].front());
+    // Chunk 2 at virtual micro-batch 2 - stage: chunk 1's first forward on stage 0, chunk 0's
+    // second on stage 1; chunk 3 at virtual micro-batch 4 - stage likewise.
+    const auto& before2 = stage == 0 ? forwards[1][0] : forwards[0][1];
+    const auto& before3 = stage == 0 ? forwards[2][0] : forwards[1][1];
+    CHECK(gathers[2].back() < before2);
+    CHECK(gathers[2].front() > (stage == 0 ? forwards[0][1] : forwards[0][0]));
+    CHECK(gathers[3].back() < before3);
+    CHECK(gathers[3].front() > (stage == 0 ? forwards[1][1] : forwards[1][0]));
+  }
+}

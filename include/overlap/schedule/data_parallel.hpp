@@ -11,9 +11,16 @@
 /// all-reduce is issued on the dp stream as soon as the last of its gradients is produced, and
 /// the optimizer waits for all of them; without it every reduction runs on the compute stream
 /// after the backward. With the distributed optimizer the step starts by all-gathering the
-/// updated parameters, bucket by bucket: with `overlap_param_gather` on the dp stream, one bucket
-/// ahead of the forward that needs it (`align_param_gather`: every chunk's first bucket at the
-/// start); otherwise all of them on the compute stream before the forward. With a shared
+/// updated parameters, bucket by bucket: without `overlap_param_gather` all of them on the
+/// compute stream before the forward; with it on the dp stream, as Megatron-Core dispatches them
+/// (upstream-schedules.md 4.3): the forward's first use of a bucket dispatches it if nothing has,
+/// waits for it, and dispatches the next bucket of its chunk and group; with
+/// `align_param_gather` in an interleaved pipeline the schedule dispatches whole chunks instead
+/// (chunks 0 and 1 at the start, chunk c + 1 at the forward pp_rank virtual micro-batches before
+/// chunk c starts) and a use only waits. Every chunk of every stage is bucketed alike here;
+/// Megatron-Core buckets only the first stage's first chunk (the others have one bucket per
+/// group), which is not modelled: with it the EP4 GBS 8 record of bench/fidelity leaves its band
+/// (-6.8 % against +-5 %), which says another part of the model needs mending first. With a shared
 /// embedding over several stages, its gradient is all-reduced between the first and last stage
 /// before the optimizer.
 
@@ -46,6 +53,7 @@ struct dp_plan {
   /// pipeline stages do grad reduction during pipeline bubble", schedules.py), so that a long
   /// reduction's wait does not hold a single hardware queue ahead of the stage's last send.
   bool reduce_after_pipeline = false;
+  int pp = 1, stage = 0;  ///< the pipeline's stages and this rank's (for aligned gathers)
 };
 
 class dp_buckets {
@@ -55,7 +63,8 @@ class dp_buckets {
       : e_(e), compute_(compute_stream), micro_batches_(micro_batches), r_(r), dist_opt_(s.distributed_optimizer),
         param_bytes_(element_bytes), grad_bytes_(s.grad_reduce_in_fp32 ? 4 : element_bytes),
         embedding_(std::move(plan.embedding)), embedding_parameters_(plan.embedding_parameters),
-        embedding_of_(plan.embedding_of), reduce_after_pipeline_(plan.reduce_after_pipeline) {
+        embedding_of_(plan.embedding_of), reduce_after_pipeline_(plan.reduce_after_pipeline), pp_(plan.pp),
+        stage_(plan.stage), chunks_(static_cast<int>(plan.chunks.size())) {
     const group* groups[2] = {&plan.dense, &plan.expert};
     for (int part = 0; part < 2; ++part) {
       const bool active = groups[part]->ranks.size() > 1;
@@ -87,13 +96,19 @@ class dp_buckets {
       for (std::size_t b = buckets_.size(); b-- > 0;) gather(b);
       return;
     }
-    // The first bucket the forward needs: the last one packed of chunk 0 (of every chunk when
-    // aligned), per group.
-    for (std::size_t b = 0; b < buckets_.size(); ++b) {
-      const auto& k = buckets_[b];
-      const bool last_of_chunk = b + 1 == buckets_.size() || buckets_[b + 1].chunk != k.chunk || buckets_[b + 1].part != k.part;
-      if (last_of_chunk && (k.chunk == 0 || r_.align_param_gather)) gather(b);
-    }
+    if (aligned())
+      for (int c = 0; c < std::min(chunks_, 2); ++c) gather_chunk(c);
+  }
+
+  /// Ahead of the pipeline's `k`-th forward (its virtual micro-batch k): with aligned gathers,
+  /// Megatron-Core's interleaved schedule dispatches chunk c + 1 where the virtual micro-batch
+  /// k + pp_rank is the first of chunk c (forward_step_helper_preprocess: at the same time across
+  /// the pipeline), for 1 < c + 1 < chunks.
+  void before_pipeline_forward(int k) {
+    if (buckets_.empty() || !dist_opt_ || !r_.overlap_param_gather || !aligned()) return;
+    const int v = k + stage_;
+    if (v >= pp_ * chunks_ || v % pp_ != 0) return;
+    if (const int next = v / pp_ + 1; next > 1 && next < chunks_) gather_chunk(next);
   }
 
   /// Ahead of the forward op `used_by` of `holder` of `chunk`: the parameters it reads must be
@@ -104,8 +119,11 @@ class dp_buckets {
       if (k.chunk != chunk || !holds(k, holder, used_by) || k.event == waited || !dist_opt_ || !r_.overlap_param_gather)
         continue;
       if (k.event == not_issued) gather(b);
-      // First use of this bucket: prefetch the next one of its chunk and group, then wait.
-      if (b > 0 && same_set(buckets_[b - 1], k) && buckets_[b - 1].event == not_issued) gather(b - 1);
+      // First use of this bucket: unless the schedule dispatches them (aligned), the next bucket of
+      // its chunk and group is dispatched too (issued before the wait, as it is on the dp stream
+      // behind this one either way), then it is waited for.
+      if (!r_.align_param_gather && b > 0 && same_set(buckets_[b - 1], k) && buckets_[b - 1].event == not_issued)
+        gather(b - 1);
       e_.wait(compute_, k.event);
       k.event = waited;
     }
@@ -221,6 +239,16 @@ class dp_buckets {
     }
     return out;
   }
+  /// Gathers dispatched by the schedule (param_sync_func) rather than by the forward's uses: with
+  /// align_param_gather in an interleaved pipeline.
+  bool aligned() const { return r_.align_param_gather && chunks_ > 1; }
+  /// Every bucket of chunk `c` not yet dispatched, as DistributedDataParallel::start_param_sync
+  /// issues them: the dense groups', then the experts', each in bucket order.
+  void gather_chunk(int c) {
+    for (int part = 0; part < 2; ++part)
+      for (std::size_t b = 0; b < buckets_.size(); ++b)
+        if (buckets_[b].chunk == c && buckets_[b].part == part && buckets_[b].event == not_issued) gather(b);
+  }
   void gather(std::size_t b) {
     auto& k = buckets_[b];
     const int stream = r_.overlap_param_gather ? dp_stream_ : compute_;
@@ -246,6 +274,7 @@ class dp_buckets {
   std::int64_t embedding_parameters_;
   op_type embedding_of_;
   bool reduce_after_pipeline_;
+  int pp_, stage_, chunks_;
   int comm_[2] = {-1, -1}, size_[2] = {1, 1};
   int embedding_comm_ = -1;
   std::int64_t reduced_parameters_[2] = {0, 0}, replicated_parameters_ = 0;

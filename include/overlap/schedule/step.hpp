@@ -354,10 +354,12 @@ class rank_builder {
     const int warmup = pipeline_warmup(stage, pp, k_.chunks, k_.micro_batches, extra);
 
     dp_->prologue();
+    int forwards = 0;
     for (std::size_t i = 0; i < order.size(); ++i) {
       const bool paired = k_.combined && steady_pair(i, warmup, order.size());
       const pp_action* fwd = order[i].forward ? &order[i] : nullptr;
       const pp_action* bwd = paired ? &order[i + 1] : order[i].forward ? nullptr : &order[i];
+      if (fwd) dp_->before_pipeline_forward(forwards++);
       if (pipe) pipe->before(i);
       if (pipe && paired) pipe->before(i + 1);
       run(fwd, bwd);
@@ -458,6 +460,8 @@ class rank_builder {
       }
     }
     plan.reduce_after_pipeline = L.pp() > 1 && at_.stage != 0 && k_.chunks == 1;
+    plan.pp = L.pp();
+    plan.stage = at_.stage;
     if (k_.dp && share_embedding() && L.pp() > 1 && (embeds(0) || heads(k_.chunks - 1))) {
       plan.embedding = L.embedding(at_);
       plan.embedding_parameters = w_.embedding_parameters() / tp;
