@@ -88,7 +88,9 @@ TEST_CASE("Qwen3-235B's accounting: 94 layers + embedding + loss on pp 8 is 12 a
   CHECK(v.back() == 5);
   CHECK(per_stage(v, 8) == std::vector<int>{11, 12, 12, 12, 12, 12, 12, 11});
   w.account_for_loss_in_pipeline_split = false;
-  CHECK(problem(w, 8, 1) == "num_layers (94 + 1 for the embedding/loss) must be a multiple of pp x vpp (8)");
+  CHECK(problem(w, 8, 1) == "num_layers (94 + 1 for the embedding/loss) must be a multiple of pp x vpp (8) (Megatron-Core "
+                            "refuses it too); give pipeline_model_parallel_layout or num_layers_in_first/last_pipeline_stage "
+                            "for an uneven split");
 }
 
 TEST_CASE("first and last stage counts: the others share the rest evenly, each stage split over its chunks") {

@@ -144,7 +144,9 @@ inline std::vector<int> split_layers(const workload& w, int pp, int chunks, int 
     const int total = w.num_layers + extra;
     need(total % stages == 0,
          "num_layers (" + std::to_string(w.num_layers) + (extra ? " + " + std::to_string(extra) + " for the embedding/loss" : std::string()) +
-             ") must be a multiple of " + pp_vpp);
+             ") must be a multiple of " + pp_vpp +
+             " (Megatron-Core refuses it too); give pipeline_model_parallel_layout or "
+             "num_layers_in_first/last_pipeline_stage for an uneven split");
     if (problems.size() > before) return {};
     out.assign(static_cast<std::size_t>(stages), total / stages);
     if (w.account_for_embedding_in_pipeline_split) --out.front();
