@@ -179,7 +179,9 @@ struct tune_result {
 /// combination whose rank takes more than `memory_limit` bytes (0: no limit) is dropped; where
 /// none fits, the search is run again without the limit and `none_fits_least_bytes` says so. `s`
 /// must run as upstream runs it (validate_runnable) and its step be buildable (else
-/// std::invalid_argument naming why); every other combination must pass every rule.
+/// std::invalid_argument naming why); every other combination must pass every rule. The search
+/// starts from `s`, or, where `s` breaks a rule upstream does not check, from its fastest
+/// neighbour that breaks none (every knob is searched from there).
 inline tune_result tune(const settings& s, const schedule::workload& w, const cost_model& cost, unsigned threads = 0,
                         const std::function<void(std::size_t, std::size_t)>& progress = {},
                         std::int64_t memory_limit = 0) {
@@ -208,7 +210,7 @@ inline tune_result tune(const settings& s, const schedule::workload& w, const co
       tune_candidate& c = done[i];
       c.picks = fresh[i];
       c.tried = settings_of(c.picks);
-      // The configuration as upstream runs it; every other combination must pass every rule.
+      // The configuration as upstream runs it; every combination searched passes every rule.
       const bool configured = std::all_of(c.picks.begin(), c.picks.end(), [](std::size_t p) { return p == 0; });
       for (const diagnostic& d : configured ? validate_runnable(c.tried) : validate(c.tried)) c.rules.emplace_back(d.id);
       if (!c.rules.empty()) return;
@@ -242,9 +244,24 @@ inline tune_result tune(const settings& s, const schedule::workload& w, const co
   }, threads);
   if (!out.configured().rules.empty() || out.configured().failed)
     throw std::invalid_argument("plan::tune: the configuration's step cannot be simulated: " + out.configured().failure);
-  // Coordinate descent from the configuration, then every combination tried ranked.
+  // Coordinate descent from the configuration (or its fastest neighbour that passes every rule),
+  // then every combination tried ranked.
+  const bool strictly_valid = validate(s).ok();
   const auto search = [&] {
     best.assign(knobs.size(), 0);
+    if (!strictly_valid) {
+      std::vector<std::vector<std::size_t>> neighbours;
+      for (std::size_t k = 0; k < knobs.size(); ++k)
+        for (std::size_t j = 1; j < knobs[k].choices.size(); ++j) {
+          neighbours.push_back(best);
+          neighbours.back()[k] = j;
+        }
+      evaluate_all(neighbours);
+      const std::vector<std::size_t> given = best;
+      for (const auto& picks : neighbours)
+        if (at(picks).usable() && (best == given || at(picks).simulated.step_time_us < at(best).simulated.step_time_us))
+          best = picks;
+    }
     out.ranked.clear();
     out.rejected_by.clear();
     out.rejected = 0;
