@@ -125,6 +125,27 @@ TEST_CASE("compose_step: a hidden size of INT_MAX is a valid, huge step: 64-bit 
   CHECK(ov::verify::verify(step).empty());
 }
 
+TEST_CASE("compose_step: a GEMM size beyond 2^31 is refused, naming the sizes that make it (fuzz find)") {
+  // compose_step_fuzz: heads x v_head_dim of MLA, a vocabulary or an FFN near 2^31 made GEMMs
+  // that verify() rejects.
+  sc::workload w = small();
+  w.multi_latent_attention = true;
+  w.kv_lora_rank = 8;
+  w.qk_head_dim = 8;
+  w.qk_pos_emb_head_dim = 8;
+  w.v_head_dim = 1 << 28;
+  CHECK(compose_error(dense_pp2::settings, w).find("GEMM size") == std::string::npos);
+  w.v_head_dim = 1 << 29;  // 4 heads' keys and values: 2^31 + 128
+  CHECK(compose_error(dense_pp2::settings, w).find("a GEMM size is beyond 2^31: the query, key and value width = 2147483776") !=
+        std::string::npos);
+  w = small();
+  w.ffn_hidden_size = 1 << 30;
+  CHECK(compose_error(dense_pp2::settings, w).find("2 x ffn_hidden_size = 2147483648") == std::string::npos);
+  w.ffn_hidden_size = (1 << 30) + 1;
+  CHECK(compose_error(dense_pp2::settings, w).find("a GEMM size is beyond 2^31: 2 x ffn_hidden_size = 2147483650") !=
+        std::string::npos);
+}
+
 TEST_CASE("compose_step: a step too large to generate is refused before it exhausts memory") {
   sc::workload w = small();
   w.num_layers = 1 << 20;

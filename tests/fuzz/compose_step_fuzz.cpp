@@ -1,5 +1,6 @@
 // libFuzzer target: bytes decode into settings and a workload; compose_step either throws one
-// std::invalid_argument or returns programs that verify and simulate without a hang. Half the
+// std::invalid_argument or returns programs that verify and simulate without a hang, and it
+// builds only settings validate_runnable accepts. Half the
 // inputs start from small valid-looking layouts so that generation is reached, half decode
 // every settings field. Steps of more than 512 layer passes are not generated (a
 // unit test covers compose_step's own bound), so that each execution stays fast.
@@ -60,7 +61,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   fuzz::byte_reader in(data, size);
   const overlap::settings s = in.flag() ? small_layout(in) : fuzz::decode_settings(in);
   const overlap::schedule::workload w = fuzz::decode_workload(in);
-  const overlap::report checked = overlap::validate(s);
+  // What compose_step builds: every rule passed but those upstream does not check.
+  const overlap::report checked = overlap::validate_runnable(s);
   if (checked.ok() && layer_passes(s, w) > 512) return 0;
   const overlap::resolved_settings r = checked.resolved.value_or(overlap::resolved_settings{});
   std::vector<overlap::schedule::program> step;
@@ -70,7 +72,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (std::string(e.what()).rfind("compose_step: ", 0) != 0) std::abort();
     return 0;
   }
-  if (!checked.ok()) std::abort();  // invalid settings must be refused
+  if (!checked.ok()) std::abort();  // settings upstream refuses must be refused
   const std::string report = overlap::verify::verify_report(step);
   if (!report.empty()) {
     std::fprintf(stderr, "generated step does not verify:\n%s", report.c_str());

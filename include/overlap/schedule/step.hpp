@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <initializer_list>
+#include <cmath>
 #include <limits>
 #include <optional>
 #include <stdexcept>
@@ -198,6 +199,10 @@ inline step_shape shape_of(const settings& s, const resolved_settings& r, const 
                         w.moe_router_topk >= 0 && w.moe_ffn_hidden_size >= 0 &&
                         (!w.multi_latent_attention || (w.q_lora_rank >= 0 && w.kv_lora_rank > 0 && w.qk_head_dim > 0 &&
                                                        w.qk_pos_emb_head_dim >= 0 && w.v_head_dim > 0));
+  if (positive)  // what a program may hold (gemm_shape::valid), far beyond any GEMM trained today
+    for (const workload::named_extent& e : w.gemm_extents(s.mtp_num_layers.value_or(0) > 0))
+      need(e.extent <= static_cast<double>(gemm_shape::most),
+           "a GEMM size is beyond 2^31: " + std::string(e.what) + " = " + std::to_string(std::llround(std::min(e.extent, 9e18))));
   need(positive,
        "workload sizes must be positive (num_query_groups and kv_channels: 0 for the default; moe_router_topk and "
        "moe_ffn_hidden_size: 0 on a dense model; with multi_latent_attention q_lora_rank 0 for none and "

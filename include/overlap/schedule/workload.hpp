@@ -19,6 +19,7 @@
 /// projections are column-parallel. The step runs the four projections as the one qkv GEMM slot
 /// (of their summed flops) and gathers the latents, not the hidden state, around it.
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <string>
@@ -128,6 +129,30 @@ struct workload {
   /// before it (of the embedding and of the hidden state).
   constexpr std::int64_t mtp_projection_parameters() const { return 2 * std::int64_t{hidden_size} * hidden_size; }
   constexpr std::int64_t mtp_norm_parameters() const { return 2 * std::int64_t{hidden_size}; }
+
+  /// The largest extents (and batch counts) the step's GEMMs take from these sizes, whole, before
+  /// tensor parallelism, each named by what makes it; `mtp`: with multi-token prediction, whose
+  /// projection reads twice the hidden state. In double: sizes near INT_MAX overflow 64 bits
+  /// (the widths above are only taken once these are known to fit).
+  struct named_extent {
+    std::string_view what;
+    double extent;
+  };
+  constexpr std::array<named_extent, 10> gemm_extents(bool mtp) const {
+    const double heads = num_attention_heads, tokens_ = static_cast<double>(seq_length) * micro_batch_size;
+    const double q = static_cast<double>(query_head_dim()), v = static_cast<double>(value_head_dim());
+    const double kv_heads = multi_latent_attention ? heads : static_cast<double>(query_groups());
+    return {{{"seq_length x micro_batch_size", tokens_},
+             {"the routed tokens (seq_length x micro_batch_size x moe_router_topk)", tokens_ * std::max(moe_router_topk, 1)},
+             {"micro_batch_size x num_attention_heads", static_cast<double>(micro_batch_size) * heads},
+             {mtp ? "2 x hidden_size (the MTP projection)" : "hidden_size", (mtp ? 2.0 : 1.0) * hidden_size},
+             {"2 x ffn_hidden_size", 2.0 * ffn_hidden_size},
+             {"2 x moe_ffn_hidden_size", 2.0 * moe_ffn_hidden_size},
+             {"vocab_size", static_cast<double>(vocab_size)},
+             {"the query, key and value width", heads * q + kv_heads * (q + v)},
+             {"the attention output width", heads * v},
+             {"the width the qkv projection reads", static_cast<double>(qkv_gathered_width())}}};
+  }
 
   /// Forward flops of a GEMM with `parameters` weights over one micro-batch (whole, before TP).
   constexpr double gemm_flops(std::int64_t parameters) const {
