@@ -133,8 +133,6 @@ std::vector<std::string> node_names() {
   return out;
 }
 
-/// The command line, with CLI11: one declaration per option gives its parsing, its check and its
-/// line of --help. Returns nothing for --help (printed here).
 /// --gpu's check: one of `known`; a GPU the recipes name that is newer than the settings' GPU
 /// list (Bridge's VR200 dumps) gets the way out instead of the list alone.
 CLI::Validator gpu_check(const std::vector<std::string>& known) {
@@ -153,6 +151,8 @@ CLI::Validator gpu_check(const std::vector<std::string>& known) {
       "GPU");
 }
 
+/// The command line, with CLI11: one declaration per option gives its parsing, its check and its
+/// line of --help. Returns nothing for --help (printed here).
 std::optional<cli> parse_args(int argc, char** argv) {
   cli c;
   CLI::App app{description, "overlap-plan"};

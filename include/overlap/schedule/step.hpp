@@ -17,9 +17,9 @@
 /// other families left out, which is what the planner compares family by family.
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <initializer_list>
-#include <cmath>
 #include <limits>
 #include <optional>
 #include <stdexcept>
