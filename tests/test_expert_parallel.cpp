@@ -182,3 +182,48 @@ TEST_CASE("routed experts and core attention carry their problem shapes, which t
   CHECK(experts == 3 * 4 * 4);
   CHECK(attention == 2 * 4 * 4);
 }
+
+TEST_CASE("dense layers among MoE layers (moe_layer_freq): their MLP is the gated FFN, no all-to-all") {
+  // DeepSeek-V3's first layers are dense: layer 0 here, then three MoE layers. With and without
+  // EP overlap (a dense layer of a pair runs on its own), with pp 2 vpp 2 (the dense layer is
+  // stage 0's first chunk).
+  using piped = ov::config<ov::ep<4>, ov::dp<4>, ov::pp<2>, ov::vpp<2>, ov::num_moe_experts<16>, ov::precision<ov::dtype::bf16>,
+                           ov::moe_token_dispatcher_type<ov::dispatcher::alltoall>>;
+  using piped_overlap = ov::config<ov::ep<4>, ov::dp<4>, ov::pp<2>, ov::vpp<2>, ov::num_moe_experts<16>,
+                                   ov::precision<ov::dtype::bf16>, ov::moe_token_dispatcher_type<ov::dispatcher::alltoall>,
+                                   ov::overlap_moe_expert_parallel_comm<>>;
+  sc::workload w = moe_workload();
+  w.ffn_hidden_size = 8 * 768;
+  w.moe_layer_pattern = {0, 1, 1, 1};
+  const auto check = [&](const auto& settings, const auto& resolved) {
+    const auto step = sc::compose_step(settings, resolved, w);
+    INFO(ov::verify::verify_report(step));
+    CHECK(ov::verify::verify(step).empty());
+    int dense_fc1 = 0, moe_fc1 = 0, dense_a2a = 0, moe_a2a = 0, dense_experts = 0;
+    for (const auto& p : step)
+      for (const auto& o : p.ops) {
+        const bool dense = o.key.at.layer == 0;
+        if (o.key.type == sc::op_type::fc1_fprop) (dense ? dense_fc1 : moe_fc1)++;
+        if (o.key.type == sc::op_type::ep_dispatch) (dense ? dense_a2a : moe_a2a)++;
+        if (o.key.type == sc::op_type::experts_fprop && dense) ++dense_experts;
+      }
+    CHECK(dense_fc1 > 0);
+    CHECK(moe_fc1 == 0);
+    CHECK(dense_a2a == 0);
+    CHECK(moe_a2a > 0);
+    CHECK(dense_experts == 0);
+    const auto r = ov::sim::simulate(step, ov::sim::cost_model(ov::sim::h100_node()));
+    CHECK_FALSE(r.deadlock);
+    return r.step_time_us;
+  };
+  const double plain = check(piped::settings, piped::resolved);
+  const double overlapped_step = check(piped_overlap::settings, piped_overlap::resolved);
+  MESSAGE("step " << plain << " us, with EP overlap " << overlapped_step << " us");
+  // A pattern that does not fit the model is refused.
+  w.moe_layer_pattern = {0, 1, 1};
+  CHECK_THROWS_WITH_AS(sc::compose_step(piped::settings, piped::resolved, w),
+                       doctest::Contains("moe_layer_pattern has 3 entries, num_layers is 4"), std::invalid_argument);
+  w.moe_layer_pattern = {0, 1, 2, 1};
+  CHECK_THROWS_WITH_AS(sc::compose_step(piped::settings, piped::resolved, w),
+                       doctest::Contains("moe_layer_pattern holds 1 (MoE) or 0 (dense)"), std::invalid_argument);
+}

@@ -253,6 +253,28 @@ TEST_CASE("a pipeline layout given as Bridge dumps it, a list of stages of layer
   CHECK_THROWS_WITH_AS(with_layout("  {a: 1}\n"), doctest::Contains("expected the layout as a string"), op::input_error);
 }
 
+TEST_CASE("moe_layer_freq: a list or an integer gives the dense layers among the MoE layers") {
+  const std::string path = std::string(OVERLAP_SOURCE_DIR) + "/tests/plan/mla_mtp.yaml";  // 8 layers, MoE
+  const auto with = [&](const std::string& override) {
+    op::document doc = op::read_file(path);
+    op::apply_override(doc, override);
+    return op::read_config(doc, {.world_size = 16, .process_environment = false});
+  };
+  CHECK(with("++model.moe_layer_freq=[0,1,1,1,1,1,1,1]").workload.moe_layer_pattern ==
+        std::vector<int>{0, 1, 1, 1, 1, 1, 1, 1});
+  CHECK(with("++model.moe_layer_freq=2").workload.moe_layer_pattern == std::vector<int>{1, 0, 1, 0, 1, 0, 1, 0});
+  CHECK(with("++model.moe_layer_freq=1").workload.moe_layer_pattern.empty());
+  CHECK(with("++model.moe_layer_freq=[1,1,1,1,1,1,1,1]").workload.moe_layer_pattern.empty());
+  CHECK_FALSE(has_note(with("++model.moe_layer_freq=[0,1,1,1,1,1,1,1]"), "moe_layer_freq"));
+  CHECK_THROWS_WITH_AS(with("++model.moe_layer_freq=[0,1,1]"),
+                       doctest::Contains("model.moe_layer_freq: the list has 3 entries, model.num_layers is 8"), op::input_error);
+  CHECK_THROWS_WITH_AS(with("++model.moe_layer_freq=[0,1,1,1,1,1,1,2]"),
+                       doctest::Contains("model.moe_layer_freq[7]: expected 0 (dense) or 1 (MoE), got 2"), op::input_error);
+  CHECK_THROWS_WITH_AS(with("++model.moe_layer_freq=0"), doctest::Contains("expected an integer >= 1"), op::input_error);
+  CHECK_THROWS_WITH_AS(with("++model.moe_layer_freq='[0]*3+[1]*5'"),
+                       doctest::Contains("write Python's expression as the list it makes"), op::input_error);
+}
+
 TEST_CASE("multi-latent attention, MTP layers and fp8 are read from a dump and simulate as read") {
   const op::bridge_config c =
       op::read_config(op::read_file(std::string(OVERLAP_SOURCE_DIR) + "/tests/plan/mla_mtp.yaml"),

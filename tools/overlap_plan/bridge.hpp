@@ -6,6 +6,7 @@
 // DP-6/7, mixed precision applied over the model). Unknown fields are ignored; fields this tool
 // knows but cannot honour become notes.
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <limits>
@@ -153,6 +154,32 @@ inline std::string layout_text(const document& doc, const std::string& path, con
       else bad(doc, at, "unknown layer name " + shown(v[i][j]) + "; expected embedding, decoder, mtp or loss");
     }
   }
+  return out;
+}
+
+/// `moe_layer_freq` as workload::moe_layer_pattern, as Megatron-Core reads it: an integer N makes
+/// every N-th layer MoE (layer i when i % N == 0); a list gives each layer, 1 MoE and 0 dense, one
+/// entry a layer. Every layer MoE is the empty pattern.
+inline std::vector<int> moe_layers(const document& doc, const std::string& path, const json& v, int num_layers) {
+  std::vector<int> out;
+  if (v.is_number_integer() && !v.is_boolean()) {
+    const std::int64_t n = v.get<std::int64_t>();
+    if (n < 1) bad(doc, path, "expected an integer >= 1 or a list of 0 and 1, got " + shown(v));
+    if (n == 1) return out;
+    for (int i = 0; i < num_layers; ++i) out.push_back(i % n == 0 ? 1 : 0);
+    return out;
+  }
+  if (!v.is_array())
+    bad(doc, path, "expected an integer or a list of 0 (dense) and 1 (MoE), one a layer, got " + shown(v) +
+                       (v.is_string() ? " (write Python's expression as the list it makes)" : ""));
+  if (static_cast<std::int64_t>(v.size()) != num_layers)
+    bad(doc, path, "the list has " + std::to_string(v.size()) + " entries, model.num_layers is " + std::to_string(num_layers));
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (v[i].is_boolean() || !v[i].is_number_integer() || (v[i].get<std::int64_t>() != 0 && v[i].get<std::int64_t>() != 1))
+      bad(doc, path + "[" + std::to_string(i) + "]", "expected 0 (dense) or 1 (MoE), got " + shown(v[i]));
+    out.push_back(static_cast<int>(v[i].get<std::int64_t>()));
+  }
+  if (std::all_of(out.begin(), out.end(), [](int x) { return x == 1; })) out.clear();
   return out;
 }
 
@@ -366,7 +393,6 @@ inline constexpr unhonoured not_honoured[] = {
                                  "its tp_comm_overlap_cfg slot says", 1, true},
     {"model.tp_comm_overlap_rs", "per-GEMM TP switches (TP-15) are not modelled: every reduce-scatter is overlapped as "
                                  "its tp_comm_overlap_cfg slot says", 1, true},
-    {"model.moe_layer_freq", "dense layers among the MoE layers are not modelled: every layer is simulated as MoE"},
     {"mixed_precision.first_last_layers_bf16", "the first and last layers in bf16 are not modelled: every layer's "
                                                "GEMMs run in the recipe's format"},
     {"mixed_precision.fp8_dot_product_attention", "fp8 core attention is not modelled: attention runs in bf16"},
@@ -655,6 +681,8 @@ inline bridge_config read_config(const document& doc, const read_options& opt = 
     if (!s.num_moe_experts) {
       w.moe_router_topk = 0;
       w.moe_ffn_hidden_size = 0;
+    } else if (const json* v = given(tree, "model.moe_layer_freq")) {
+      w.moe_layer_pattern = detail::moe_layers(doc, "model.moe_layer_freq", *v, w.num_layers);
     }
     if (const json* v = given(tree, "train.global_batch_size")) out.global_batch_size = to_integer<int>(doc, "train.global_batch_size", *v);
     else out.missing_workload.push_back("train.global_batch_size");

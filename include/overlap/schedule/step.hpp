@@ -260,9 +260,16 @@ inline step_shape shape_of(const settings& s, const resolved_settings& r, const 
     need(w.moe_ffn_hidden_size > 0, "moe_ffn_hidden_size must be positive with num_moe_experts set");
     need(experts % ep == 0, "num_moe_experts (" + std::to_string(experts) + ") must be a multiple of ep (" +
                                 std::to_string(ep) + ")");
+    if (!w.moe_layer_pattern.empty()) {
+      need(static_cast<std::int64_t>(w.moe_layer_pattern.size()) == w.num_layers,
+           "moe_layer_pattern has " + std::to_string(w.moe_layer_pattern.size()) + " entries, num_layers is " +
+               std::to_string(w.num_layers));
+      need(std::all_of(w.moe_layer_pattern.begin(), w.moe_layer_pattern.end(), [](int x) { return x == 0 || x == 1; }),
+           "moe_layer_pattern holds 1 (MoE) or 0 (dense) for each layer");
+    }
   } else {
-    need(w.moe_router_topk == 0 && w.moe_ffn_hidden_size == 0,
-         "moe_router_topk / moe_ffn_hidden_size are set but num_moe_experts is not: set num_moe_experts<N>");
+    need(w.moe_router_topk == 0 && w.moe_ffn_hidden_size == 0 && w.moe_layer_pattern.empty(),
+         "moe_router_topk / moe_ffn_hidden_size / moe_layer_pattern are set but num_moe_experts is not: set num_moe_experts<N>");
   }
   need((tp * data) % ep == 0, "ep (" + std::to_string(ep) + ") must divide tp x dp (" + std::to_string(tp * data) + ")");
   const int etp = on.tp ? s.expert_tensor_parallel_size.value_or(s.tensor_model_parallel_size) : 1;
@@ -396,6 +403,9 @@ class rank_builder {
   /// model's output, or MTP layer i - 1's), and its own final norm and output layer read its
   /// output `mtp_layer(i) + 1`.
   int mtp_layer(int i) const { return w_.num_layers + 2 * i + 1; }
+  /// Whether layer `l` runs routed experts: an MoE model's layers but those moe_layer_pattern
+  /// makes dense.
+  bool moe_at(int l) const { return k_.moe && w_.moe_layer(l); }
   /// The chunk and chunk-local holder of a compute op's parameters.
   int chunk_of(const op_key& k) const {
     if (k.at.layer >= w_.num_layers) return k_.chunks - 1;  // an MTP layer's
@@ -425,12 +435,13 @@ class rank_builder {
     const auto add = [&](op_type of, std::int64_t n, op_type used_by, bool expert = false) {
       if (n > 0) t.push_back({of, h, l, n, expert, used_by});
     };
-    const op_type mlp_in = k_.moe ? op_type::router_fprop : op_type::fc1_fprop;
+    const bool moe = moe_at(l);
+    const op_type mlp_in = moe ? op_type::router_fprop : op_type::fc1_fprop;
     add(op_type::layernorm_fprop, w_.norm_parameters(), op_type::qkv_fprop);
     add(op_type::qkv_fprop, w_.qkv_local_parameters(tp), op_type::qkv_fprop);
     add(op_type::proj_fprop, w_.proj_parameters() / tp, op_type::proj_fprop);
     add(op_type::layernorm_fprop, w_.norm_parameters(), mlp_in);
-    if (k_.moe) {
+    if (moe) {
       add(op_type::router_fprop, w_.router_parameters(k_.experts.experts), op_type::router_fprop);
       add(op_type::shared_experts_fprop, w_.expert_parameters(k_.experts.shared_ffn) / tp, op_type::shared_experts_fprop);
       add(op_type::experts_fprop, moe_builder::expert_parameters(w_, k_.experts, ep, tp), op_type::experts_fprop, ep > 1);
@@ -489,7 +500,14 @@ class rank_builder {
       if (b && bj >= 0) recompute_before(b->chunk, bj, b->micro_batch);
       const int fl = f && fj < fn ? global(f->chunk, fj) : -1, bl = b && bj >= 0 ? global(b->chunk, bj) : -1;
       if (moe_ && k_.combined) {
-        moe_->layer(*tp_, fl, fl >= 0 ? f->micro_batch : -1, bl, bl >= 0 ? b->micro_batch : -1);
+        // A dense layer of the pair runs on its own (upstream's schedule plan has no dispatch or
+        // combine for it), after what the MoE layer before it owes; the MoE one is paired alone.
+        const bool dense_f = fl >= 0 && !moe_at(fl), dense_b = bl >= 0 && !moe_at(bl);
+        if (dense_f || dense_b) moe_->flush();
+        if (dense_f) forward(fl, f->micro_batch);
+        if (dense_b) backward(bl, b->micro_batch);
+        const int mf = dense_f ? -1 : fl, mb = dense_b ? -1 : bl;
+        if (mf >= 0 || mb >= 0) moe_->layer(*tp_, mf, mf >= 0 ? f->micro_batch : -1, mb, mb >= 0 ? b->micro_batch : -1);
       } else {
         if (fl >= 0) forward(fl, f->micro_batch);
         if (bl >= 0) backward(bl, b->micro_batch);
@@ -501,15 +519,16 @@ class rank_builder {
   }
 
   void forward(int l, int mb, bool recompute = false) {
-    if (moe_) {
+    if (moe_at(l)) {
       moe_->layer(*tp_, l, mb, -1, -1, recompute);
       return;
     }
+    if (moe_) moe_->flush();  // the MoE layer before owes its output
     const int attention = tp_->attention_forward(l, mb, e_.buffer(activation(l, mb)), recompute);
     tp_->mlp_forward(l, mb, attention, e_.buffer(activation(l + 1, mb)), recompute);
   }
   void backward(int l, int mb) {
-    if (moe_) {
+    if (moe_at(l)) {
       moe_->layer(*tp_, -1, -1, l, mb);
       return;
     }

@@ -55,6 +55,17 @@ struct workload {
   int num_layers_in_last_pipeline_stage = 0;
   bool account_for_embedding_in_pipeline_split = false;
   bool account_for_loss_in_pipeline_split = false;
+  /// MoE models: which transformer layers are MoE (1) and which dense (0), one entry a layer
+  /// (Megatron-Core's moe_layer_freq as a list; DeepSeek-V3's first three are dense); empty:
+  /// every layer. Multi-token-prediction layers are MoE. Dense layers run the gated MLP of
+  /// `ffn_hidden_size`.
+  std::vector<int> moe_layer_pattern{};
+
+  /// Whether transformer layer `l` of an MoE model is MoE (the MTP layers, past num_layers, are).
+  bool moe_layer(int l) const {
+    return moe_layer_pattern.empty() || l < 0 || l >= static_cast<int>(moe_layer_pattern.size()) ||
+           moe_layer_pattern[static_cast<std::size_t>(l)] != 0;
+  }
 
   constexpr std::int64_t tokens() const { return std::int64_t{seq_length} * micro_batch_size; }
   constexpr std::int64_t head_size() const {
