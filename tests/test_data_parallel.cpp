@@ -24,6 +24,12 @@ std::vector<sc::program> step_of(const sc::workload& w) {
   return sc::data_parallel_step(Cfg::settings, Cfg::resolved, w);
 }
 
+/// A dense 8-layer model of hidden 1024 for the pipeline cases, `micro_batches` a step.
+sc::workload pipelined(int micro_batches) {
+  return {.num_layers = 8, .micro_batches = micro_batches, .seq_length = 1024, .hidden_size = 1024,
+          .ffn_hidden_size = 4096, .num_attention_heads = 8, .vocab_size = 32000};
+}
+
 }  // namespace
 
 TEST_CASE("buckets pack whole tensors in reverse order and close at bucket_size") {
@@ -171,14 +177,7 @@ TEST_CASE("with a pipeline only the first stage reduces during its last backward
   s.overlap_param_gather = false;
   s.bucket_size = 1'000'000;  // several buckets a stage
   const ov::resolved_settings r = ov::derive(s);
-  sc::workload w;
-  w.num_layers = 8;
-  w.micro_batches = 8;
-  w.hidden_size = 1024;
-  w.ffn_hidden_size = 4096;
-  w.num_attention_heads = 8;
-  w.seq_length = 1024;
-  w.vocab_size = 32000;
+  const sc::workload w = pipelined(8);
   const auto step = sc::compose_step(s, r, w);
   CHECK(ov::verify::verify(step).empty());
   const int stages = 4, per_stage = 4;  // dp ranks
@@ -220,14 +219,7 @@ TEST_CASE("aligned param gathers in an interleaved pipeline: whole chunks, when 
   const ov::resolved_settings r = ov::derive(s);
   REQUIRE(r.align_param_gather);
   REQUIRE(r.overlap_param_gather);
-  sc::workload w;
-  w.num_layers = 8;
-  w.micro_batches = 4;
-  w.hidden_size = 1024;
-  w.ffn_hidden_size = 4096;
-  w.num_attention_heads = 8;
-  w.seq_length = 1024;
-  w.vocab_size = 32000;
+  const sc::workload w = pipelined(4);
   const auto step = sc::compose_step(s, r, w);
   CHECK(ov::verify::verify(step).empty());
   for (int stage = 0; stage < 2; ++stage) {
