@@ -7,7 +7,7 @@ set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/install-deps.sh" || exit 1
 build="$root/build/demo"
-cmake -S "$root" -B "$build" -G Ninja -DOVERLAP_BUILD_TESTS=OFF >/dev/null || exit 1
+cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DOVERLAP_BUILD_TESTS=OFF >/dev/null || exit 1
 cmake --build "$build" || exit 1
 timelines="$root/out/timelines"
 mkdir -p "$timelines"

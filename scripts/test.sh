@@ -6,6 +6,8 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/install-deps.sh"
 jobs=${JOBS:-$(nproc)}
+# Warnings fail the build where OVERLAP_WERROR=ON (CI sets it); elsewhere they are printed.
+werror=${OVERLAP_WERROR:-OFF}
 status=0
 for cxx in g++ clang++; do
   command -v "$cxx" >/dev/null || { echo "== $cxx: not installed, skipped"; continue; }
@@ -14,7 +16,7 @@ for cxx in g++ clang++; do
   [ "$cxx" = g++ ] && nvcc=ON
   echo "== $cxx: configure and build in $build"
   cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_COMPILER="$cxx" \
-        -DOVERLAP_NVCC_CHECKS=$nvcc -DOVERLAP_BUILD_PROFILE_TOOL=$nvcc >/dev/null
+        -DOVERLAP_NVCC_CHECKS=$nvcc -DOVERLAP_BUILD_PROFILE_TOOL=$nvcc -DOVERLAP_WERROR="$werror" >/dev/null
   cmake --build "$build" -j "$jobs"
   echo "== $cxx: ctest"
   ctest --test-dir "$build" -j "$jobs" --output-on-failure || status=1
@@ -29,7 +31,7 @@ done
 release="$root/build/g++-release"
 echo "== g++ Release: configure and build the benches and overlap-plan in $release"
 cmake -S "$root" -B "$release" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=g++ \
-      -DOVERLAP_NVCC_CHECKS=OFF -DOVERLAP_BUILD_EXAMPLES=OFF >/dev/null
+      -DOVERLAP_NVCC_CHECKS=OFF -DOVERLAP_BUILD_EXAMPLES=OFF -DOVERLAP_WERROR="$werror" >/dev/null
 cmake --build "$release" -j "$jobs" --target bench_schedule_quality bench_sim_speed bench_fidelity bench_concurrency overlap-plan
 echo "== g++ Release: benches (each prints one JSON object)"
 ctest --test-dir "$release" -R '^bench\.(schedule_quality|sim_speed|fidelity|concurrency)$' -V || status=1
