@@ -21,7 +21,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include <overlap/sim/simulator.hpp>
+#include <overlap/sim/simulate.hpp>
 
 namespace sc = overlap::schedule;
 namespace sim = overlap::sim;

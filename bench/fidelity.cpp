@@ -59,8 +59,8 @@
 #include <overlap/overlap.hpp>
 #include <overlap/plan/plan.hpp>
 #include <overlap/schedule/classes.hpp>
-#include <overlap/sim/blackwell.hpp>
-#include <overlap/sim/simulator.hpp>
+#include <overlap/sim/machine/blackwell.hpp>
+#include <overlap/sim/simulate.hpp>
 
 namespace ov = overlap;
 namespace sc = overlap::schedule;

@@ -1,5 +1,5 @@
 // Schedule quality: for canonical workloads of each family, and one with all four composed, the
-// simulated step with overlap, the step without, and a lower bound (sim/bound.hpp: per rank the
+// simulated step with overlap, the step without, and a lower bound (sim/analysis/bound.hpp: per rank the
 // largest of the compute on the whole GPU, each link's busy time and the critical path).
 // Prints {"records":[...]} on stdout; "ops" are those simulated, of one representative per class of
 // symmetric ranks (plan/plan.hpp).
@@ -8,7 +8,7 @@
 #include <vector>
 
 #include <overlap/overlap.hpp>
-#include <overlap/sim/bound.hpp>
+#include <overlap/sim/analysis/bound.hpp>
 #include <overlap/plan/plan.hpp>
 
 namespace ov = overlap;

@@ -10,7 +10,7 @@
 // (the medians moved by up to 40 % between runs of one binary here, the best rates less).
 // "first_ops_per_second" is the first round's fresh call alone: the code and data caches cold,
 // and memory the process never touched (on this VM the host backs such memory on first touch,
-// ~1.6 ns a byte against ~0.1 with huge pages the kernel already had: see sim/large_array.hpp).
+// ~1.6 ns a byte against ~0.1 with huge pages the kernel already had: see sim/engine/large_array.hpp).
 //
 // With --scale, also steps at the scale people train at, generated and simulated once per class
 // of symmetric ranks (schedule/classes.hpp): a Llama-70B-like tp8 pp8 vpp2 dp16 (1,024 GPUs) and
@@ -37,8 +37,8 @@
 #include <overlap/plan/plan.hpp>
 #include <overlap/schedule/classes.hpp>
 #include <overlap/schedule/step.hpp>
-#include <overlap/sim/memory.hpp>
-#include <overlap/sim/simulator.hpp>
+#include <overlap/sim/analysis/memory.hpp>
+#include <overlap/sim/simulate.hpp>
 #include <overlap/verify/verify.hpp>
 
 namespace ov = overlap;

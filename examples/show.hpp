@@ -14,7 +14,7 @@
 #include <overlap/overlap.hpp>
 #include <overlap/settings/print.hpp>
 #include <overlap/plan/plan.hpp>
-#include <overlap/sim/memory.hpp>
+#include <overlap/sim/analysis/memory.hpp>
 #include <overlap/trace/chrome_trace.hpp>
 #include <overlap/trace/svg_timeline.hpp>
 

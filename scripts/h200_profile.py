@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Makes the H200 machine profile from the measurements in data/measured-h200/: writes
 data/profiles/h200.json (the profile file, as `overlap-plan --profile` reads it) and
-include/overlap/sim/profiles/h200.hpp (the same profile built into the library, which the H100
+include/overlap/sim/machine/profiles/h200.hpp (the same profile built into the library, which the H100
 and H200 presets use). tests/test_profile.cpp fails when the two differ.
 
 usage: scripts/h200_profile.py   (from anywhere; rewrites both files)"""
@@ -108,7 +108,7 @@ header = f'''#pragma once
 
 #include <memory>
 
-#include <overlap/sim/profile.hpp>
+#include <overlap/sim/machine/profile.hpp>
 
 namespace overlap::sim {{
 
@@ -136,4 +136,4 @@ inline std::shared_ptr<const profile> h200_profile() {{
 
 }}  // namespace overlap::sim
 '''
-(root / 'include' / 'overlap' / 'sim' / 'profiles' / 'h200.hpp').write_text(header)
+(root / 'include' / 'overlap' / 'sim' / 'machine' / 'profiles' / 'h200.hpp').write_text(header)

@@ -10,8 +10,8 @@
 #include <overlap/plan/plan.hpp>
 #include <overlap/program/rank_classes.hpp>
 #include <overlap/schedule/classes.hpp>
-#include <overlap/sim/bound.hpp>
-#include <overlap/sim/simulator.hpp>
+#include <overlap/sim/analysis/bound.hpp>
+#include <overlap/sim/simulate.hpp>
 #include <overlap/verify/verify.hpp>
 
 #include "same_result.hpp"

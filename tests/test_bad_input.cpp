@@ -16,9 +16,9 @@
 
 #include <overlap/overlap.hpp>
 #include <overlap/schedule/step.hpp>
-#include <overlap/sim/bound.hpp>
-#include <overlap/sim/measured_cost.hpp>
-#include <overlap/sim/simulator.hpp>
+#include <overlap/sim/analysis/bound.hpp>
+#include <overlap/sim/cost/measured_cost.hpp>
+#include <overlap/sim/simulate.hpp>
 #include <overlap/verify/verify.hpp>
 
 namespace ov = overlap;

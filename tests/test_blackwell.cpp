@@ -1,4 +1,4 @@
-// The Blackwell presets (sim/blackwell.hpp): their published figures, GEMMs at the measured B200
+// The Blackwell presets (sim/machine/blackwell.hpp): their published figures, GEMMs at the measured B200
 // throughput, the NVL72 racks' one NVLink domain, and a step that simulates on each.
 #include <doctest/doctest.h>
 
@@ -6,8 +6,8 @@
 
 #include <overlap/overlap.hpp>
 #include <overlap/plan/plan.hpp>
-#include <overlap/sim/blackwell.hpp>
-#include <overlap/sim/cost_model.hpp>
+#include <overlap/sim/machine/blackwell.hpp>
+#include <overlap/sim/cost/cost_model.hpp>
 
 namespace ov = overlap;
 namespace sc = overlap::schedule;

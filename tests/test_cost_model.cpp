@@ -1,12 +1,12 @@
-// The analytic cost model's GEMMs (sim/cost_model.hpp), the model of a machine without a profile
+// The analytic cost model's GEMMs (sim/cost/cost_model.hpp), the model of a machine without a profile
 // (and what stretches a profiled time on fewer SMs): square GEMMs at the measured H100 sweep's
 // throughput, and split-K for a small m x n with a long k (TP ring-exchange chunks).
 #include <doctest/doctest.h>
 
 #include <cstdint>
 
-#include <overlap/sim/cost_model.hpp>
-#include <overlap/sim/machine.hpp>
+#include <overlap/sim/cost/cost_model.hpp>
+#include <overlap/sim/machine/machine.hpp>
 
 namespace sc = overlap::schedule;
 

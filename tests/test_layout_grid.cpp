@@ -11,7 +11,7 @@
 #include <vector>
 
 #include <overlap/overlap.hpp>
-#include <overlap/sim/bound.hpp>
+#include <overlap/sim/analysis/bound.hpp>
 #include <overlap/plan/parallel.hpp>
 #include <overlap/plan/plan.hpp>
 #include <overlap/schedule/classes.hpp>

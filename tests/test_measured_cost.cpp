@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include <overlap/sim/measured_cost.hpp>
+#include <overlap/sim/cost/measured_cost.hpp>
 
 namespace sc = overlap::schedule;
 namespace sim = overlap::sim;

@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include <overlap/sim/machine.hpp>
-#include <overlap/sim/measured_cost.hpp>
-#include <overlap/sim/measured_cost_writer.hpp>
+#include <overlap/sim/machine/machine.hpp>
+#include <overlap/sim/cost/measured_cost.hpp>
+#include <overlap/sim/cost/measured_cost_writer.hpp>
 
 namespace sc = overlap::schedule;
 namespace sim = overlap::sim;

@@ -1,4 +1,4 @@
-// The model state a rank keeps through the step (sim/memory.hpp), from its program's sized
+// The model state a rank keeps through the step (sim/analysis/memory.hpp), from its program's sized
 // buffers: parameters, gradients and the optimizer's state, against Megatron-LM's
 // compute_weight_and_optimizer_memory and hand-computed per-rank counts.
 #include <doctest/doctest.h>
@@ -9,7 +9,7 @@
 
 #include <overlap/overlap.hpp>
 #include <overlap/schedule/step.hpp>
-#include <overlap/sim/memory.hpp>
+#include <overlap/sim/analysis/memory.hpp>
 #include <overlap/verify/verify.hpp>
 
 #include "step_checks.hpp"

@@ -1,4 +1,4 @@
-// Peak memory per rank from the schedule (sim/memory.hpp): the live ranges of hand-made programs,
+// Peak memory per rank from the schedule (sim/analysis/memory.hpp): the live ranges of hand-made programs,
 // the peak over issue order and over a timeline, and on generated steps what a layer keeps from
 // its forward to its backward (against Korthikanti et al.'s activation formulas), how many
 // micro-batches a pipeline stage holds, and what EP overlap and recompute change.
@@ -15,8 +15,8 @@
 
 #include <overlap/overlap.hpp>
 #include <overlap/schedule/step.hpp>
-#include <overlap/sim/memory.hpp>
-#include <overlap/sim/simulator.hpp>
+#include <overlap/sim/analysis/memory.hpp>
+#include <overlap/sim/simulate.hpp>
 #include <overlap/trace/chrome_trace.hpp>
 #include <overlap/trace/svg_timeline.hpp>
 #include <overlap/verify/verify.hpp>

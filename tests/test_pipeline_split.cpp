@@ -9,7 +9,7 @@
 #include <overlap/overlap.hpp>
 #include <overlap/schedule/pipeline_split.hpp>
 #include <overlap/schedule/step.hpp>
-#include <overlap/sim/simulator.hpp>
+#include <overlap/sim/simulate.hpp>
 #include <overlap/verify/verify.hpp>
 
 namespace ov = overlap;

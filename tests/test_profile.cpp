@@ -1,4 +1,4 @@
-// Machine profiles (sim/profile.hpp, profile_model.hpp, profile_json.hpp): the cost model of the
+// Machine profiles (sim/machine/profile.hpp, profile_model.hpp, profile_json.hpp): the cost model of the
 // H200 preset against every row measured on an H200 (data/measured-h200/), the built-in profile
 // against its file, the profile's reading of GEMMs between, beyond and below its grid, and the
 // JSON reader's errors.
@@ -16,10 +16,10 @@
 
 #include <overlap/overlap.hpp>
 #include <overlap/schedule/step.hpp>
-#include <overlap/sim/cost_model.hpp>
-#include <overlap/sim/machine.hpp>
-#include <overlap/sim/profile_json.hpp>
-#include <overlap/sim/simulator.hpp>
+#include <overlap/sim/cost/cost_model.hpp>
+#include <overlap/sim/machine/machine.hpp>
+#include <overlap/sim/machine/profile_json.hpp>
+#include <overlap/sim/simulate.hpp>
 
 namespace sc = overlap::schedule;
 namespace sim = overlap::sim;

@@ -9,9 +9,9 @@
 
 #include <overlap/overlap.hpp>
 #include <overlap/schedule/step.hpp>
-#include <overlap/sim/blackwell.hpp>
-#include <overlap/sim/cost_model.hpp>
-#include <overlap/sim/simulator.hpp>
+#include <overlap/sim/machine/blackwell.hpp>
+#include <overlap/sim/cost/cost_model.hpp>
+#include <overlap/sim/simulate.hpp>
 
 namespace ov = overlap;
 namespace sc = overlap::schedule;

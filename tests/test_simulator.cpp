@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include <overlap/sim/bound.hpp>
-#include <overlap/sim/large_array.hpp>
-#include <overlap/sim/simulator.hpp>
+#include <overlap/sim/analysis/bound.hpp>
+#include <overlap/sim/engine/large_array.hpp>
+#include <overlap/sim/simulate.hpp>
 
 namespace sc = overlap::schedule;
 namespace sim = overlap::sim;

@@ -8,7 +8,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include <overlap/sim/timer_queue.hpp>
+#include <overlap/sim/engine/timer_queue.hpp>
 
 using overlap::sim::detail::timer_queue;
 

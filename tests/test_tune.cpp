@@ -10,7 +10,7 @@
 
 #include <overlap/overlap.hpp>
 #include <overlap/plan/tune.hpp>
-#include <overlap/sim/machine.hpp>
+#include <overlap/sim/machine/machine.hpp>
 
 namespace ov = overlap;
 namespace sc = overlap::schedule;

@@ -10,7 +10,7 @@
 
 #include <overlap/overlap.hpp>
 #include <overlap/schedule/step.hpp>
-#include <overlap/sim/simulator.hpp>
+#include <overlap/sim/simulate.hpp>
 #include <overlap/verify/verify.hpp>
 
 #include "step_checks.hpp"

@@ -46,7 +46,7 @@
 #include <overlap/cuda.hpp>
 #include <overlap/overlap.hpp>
 #include <overlap/schedule/step.hpp>
-#include <overlap/sim/measured_cost_writer.hpp>
+#include <overlap/sim/cost/measured_cost_writer.hpp>
 
 #include "model_step_programs.hpp"
 

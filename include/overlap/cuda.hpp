@@ -18,7 +18,7 @@
 /// step.run();
 /// step.wait();                                                  // watchdog: abort, never hang
 /// const auto t = step.run_timed(10);  // per op: median GPU time; t.us_per_op() for the
-///                                     // measured-cost writer (sim/measured_cost_writer.hpp)
+///                                     // measured-cost writer (sim/cost/measured_cost_writer.hpp)
 /// ```
 
 #include <overlap/cuda/bind.hpp>

@@ -15,9 +15,9 @@
 
 #include <overlap/overlap.hpp>
 #include <overlap/schedule/step.hpp>
-#include <overlap/sim/measured_cost.hpp>
-#include <overlap/sim/measured_cost_writer.hpp>
-#include <overlap/sim/simulator.hpp>
+#include <overlap/sim/cost/measured_cost.hpp>
+#include <overlap/sim/cost/measured_cost_writer.hpp>
+#include <overlap/sim/simulate.hpp>
 
 #include "generated_fixture.hpp"
 #include "shim_fixture.hpp"

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include <overlap/sim/machine.hpp>
+#include <overlap/sim/machine/machine.hpp>
 
 #include "generated_fixture.hpp"
 #include "gpu_programs.hpp"

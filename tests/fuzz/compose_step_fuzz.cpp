@@ -12,7 +12,7 @@
 
 #include <overlap/plan/plan.hpp>
 #include <overlap/schedule/step.hpp>
-#include <overlap/sim/simulator.hpp>
+#include <overlap/sim/simulate.hpp>
 #include <overlap/verify/verify.hpp>
 
 #include "fuzz_input.hpp"

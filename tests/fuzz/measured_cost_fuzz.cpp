@@ -14,8 +14,8 @@
 #include <string>
 #include <unistd.h>
 
-#include <overlap/sim/measured_cost.hpp>
-#include <overlap/sim/measured_cost_writer.hpp>
+#include <overlap/sim/cost/measured_cost.hpp>
+#include <overlap/sim/cost/measured_cost_writer.hpp>
 
 #include "fuzz_input.hpp"
 

@@ -1,4 +1,4 @@
-// libFuzzer target: bytes are a machine-profile document (sim/profile_json.hpp). read_profile()
+// libFuzzer target: bytes are a machine-profile document (sim/machine/profile_json.hpp). read_profile()
 // throws only its documented errors (std::runtime_error for text that is not JSON,
 // std::invalid_argument for problems); a document profile_from_json accepts gives a cost model
 // whose times for every kind of compute op, on all SMs and on few, are finite and not negative.
@@ -12,8 +12,8 @@
 #include <string>
 #include <unistd.h>
 
-#include <overlap/sim/cost_model.hpp>
-#include <overlap/sim/profile_json.hpp>
+#include <overlap/sim/cost/cost_model.hpp>
+#include <overlap/sim/machine/profile_json.hpp>
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   namespace sc = overlap::schedule;

@@ -4,7 +4,7 @@
 // verify() accepts simulates without an exception (but for a number format the machine has no
 // rate for) and, without SM contention (which verify does
 // not model), without a deadlock; a step that does not hang takes at least its lower bound; the
-// event loop's fast paths change no result. The memory a rank needs (sim/memory.hpp), over issue
+// event loop's fast paths change no result. The memory a rank needs (sim/analysis/memory.hpp), over issue
 // order and over the simulated timeline, is found or refused with std::invalid_argument; found,
 // it holds at least the state held through the step and at most every buffer at once (issue
 // order); refused for a verified step only when the sizes add up past 2^63 bytes.
@@ -15,9 +15,9 @@
 #include <stdexcept>
 #include <string_view>
 
-#include <overlap/sim/bound.hpp>
-#include <overlap/sim/memory.hpp>
-#include <overlap/sim/simulator.hpp>
+#include <overlap/sim/analysis/bound.hpp>
+#include <overlap/sim/analysis/memory.hpp>
+#include <overlap/sim/simulate.hpp>
 #include <overlap/verify/verify.hpp>
 
 #include "../same_result.hpp"

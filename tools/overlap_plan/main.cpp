@@ -25,10 +25,10 @@
 #include <overlap/rules/fixes.hpp>
 #include <overlap/rules/validate.hpp>
 #include <overlap/settings/print.hpp>
-#include <overlap/sim/blackwell.hpp>
-#include <overlap/sim/machine.hpp>
-#include <overlap/sim/memory.hpp>
-#include <overlap/sim/profile_json.hpp>
+#include <overlap/sim/machine/blackwell.hpp>
+#include <overlap/sim/machine/machine.hpp>
+#include <overlap/sim/analysis/memory.hpp>
+#include <overlap/sim/machine/profile_json.hpp>
 #include <overlap/trace/chrome_trace.hpp>
 #include <overlap/trace/svg_timeline.hpp>
 
@@ -91,7 +91,7 @@ struct cli {
   std::optional<double> memory_limit_gb;  ///< simulate, tune: what a rank's step may take
 };
 
-/// How the default limit is found, from sim/memory.hpp's margin.
+/// How the default limit is found, from sim/analysis/memory.hpp's margin.
 std::string margin_text() {
   char text[160];
   std::snprintf(text, sizeof text, "less %.0f GB for the CUDA context, cuBLAS and NCCL, and %.0f %% of the rest for the "
@@ -187,7 +187,7 @@ std::optional<cli> parse_args(int argc, char** argv) {
     sub->add_option("--machine", c.machine,
                     "the node (links, NICs, host): h100 and h200 compute as measured on an H200 (the h100 with "
                     "its HBM3); b200, b300 (8 GPUs) and gb200, gb300 (NVL72 racks) from published figures "
-                    "(sim/blackwell.hpp). Default: the --gpu's node (h100 without one)")
+                    "(sim/machine/blackwell.hpp). Default: the --gpu's node (h100 without one)")
         ->check(CLI::IsMember(node_names()));
     sub->add_option("--profile", c.profile,
                     "compute as measured on your GPU: the JSON that overlap-profile writes there");

@@ -13,8 +13,8 @@
 #include <vector>
 
 #include <overlap/cuda.hpp>
-#include <overlap/sim/machine.hpp>
-#include <overlap/sim/profile_json.hpp>
+#include <overlap/sim/machine/machine.hpp>
+#include <overlap/sim/machine/profile_json.hpp>
 
 #include "gemms.hpp"
 #include "kernels.cuh"

@@ -1,4 +1,4 @@
-// overlap-profile: measures the machine profile of the GPU it runs on (sim/profile.hpp) and
+// overlap-profile: measures the machine profile of the GPU it runs on (sim/machine/profile.hpp) and
 // writes it as JSON, for `overlap-plan --profile` and `sim::read_profile`. See --help.
 #include <cuda_runtime.h>
 
@@ -10,7 +10,7 @@
 #include <iostream>
 #include <string>
 
-#include <overlap/sim/profile_json.hpp>
+#include <overlap/sim/machine/profile_json.hpp>
 
 #include "check.cuh"
 #include "measure.cuh"

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include <overlap/sim/profile.hpp>
+#include <overlap/sim/machine/profile.hpp>
 
 #include "gemms.hpp"
 #include "kernels.cuh"

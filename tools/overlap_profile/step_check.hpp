@@ -31,8 +31,8 @@
 #include <overlap/cuda/resources.hpp>
 #include <overlap/overlap.hpp>
 #include <overlap/schedule/step.hpp>
-#include <overlap/sim/cost_model.hpp>
-#include <overlap/sim/simulator.hpp>
+#include <overlap/sim/cost/cost_model.hpp>
+#include <overlap/sim/simulate.hpp>
 
 namespace overlap_profile {
 

@@ -16,7 +16,7 @@
 #include <overlap/rules/rule.hpp>
 #include <overlap/schedule/classes.hpp>
 #include <overlap/schedule/step.hpp>
-#include <overlap/sim/simulator.hpp>
+#include <overlap/sim/simulate.hpp>
 
 namespace overlap::plan {
 

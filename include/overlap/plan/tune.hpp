@@ -6,7 +6,7 @@
 /// (overlap_grad_reduce, overlap_param_gather, the bucket size), CUDA_DEVICE_MAX_CONNECTIONS and
 /// the p2p mode. Combinations the rule table rejects are counted by rule id, never simulated;
 /// those whose step takes more memory than a rank may have (the peak over issue order,
-/// sim/memory.hpp) are simulated but dropped.
+/// sim/analysis/memory.hpp) are simulated but dropped.
 /// The search is coordinate descent: each
 /// knob in turn takes its best choice with the others held, until a pass changes nothing (at most
 /// three passes); a knob changes only for a gain over 0.1 % of the step (below that the change is
@@ -28,7 +28,7 @@
 #include <overlap/plan/parallel.hpp>
 #include <overlap/plan/plan.hpp>
 #include <overlap/rules/validate.hpp>
-#include <overlap/sim/memory.hpp>
+#include <overlap/sim/analysis/memory.hpp>
 #include <overlap/settings/settings.hpp>
 
 namespace overlap::plan {

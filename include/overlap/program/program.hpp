@@ -136,7 +136,7 @@ struct program {
   std::vector<buffer> buffers{};
   /// The bytes of each buffer, by index into `buffers` (shorter: 0 for the rest). 0 is a buffer
   /// that takes no memory of its own: a view of another (a bucket of the gradient buffer, a
-  /// chunk inside a userbuffer). sim/memory.hpp turns sizes and the ops' reads and writes into
+  /// chunk inside a userbuffer). sim/analysis/memory.hpp turns sizes and the ops' reads and writes into
   /// the memory a rank needs.
   std::vector<std::int64_t> buffer_bytes{};
 };

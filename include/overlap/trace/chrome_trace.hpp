@@ -23,7 +23,7 @@
 
 #include <overlap/program/program.hpp>
 #include <overlap/program/rank_classes.hpp>
-#include <overlap/sim/memory.hpp>
+#include <overlap/sim/analysis/memory.hpp>
 #include <overlap/sim/result.hpp>
 
 namespace overlap::trace {

@@ -26,7 +26,7 @@
 #include <vector>
 
 #include <overlap/program/program.hpp>
-#include <overlap/sim/memory.hpp>
+#include <overlap/sim/analysis/memory.hpp>
 #include <overlap/sim/result.hpp>
 #include <overlap/trace/chrome_trace.hpp>
 

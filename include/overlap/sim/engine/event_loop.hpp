@@ -1,6 +1,6 @@
 #pragma once
 /// @file
-/// The event loop of the simulator (see simulator.hpp): it runs the ranks' dispatch (issuer.hpp)
+/// The event loop of the simulator (see sim/simulate.hpp): it runs the ranks' dispatch (issuer.hpp)
 /// and the events that come due (compute ends, transfer ends, wake-ups) in time order, the events
 /// of one time in (rank, op) order. Two fast paths skip the event queue where nothing another
 /// rank does can change a rank (`run_ahead`, `hand_over`); `options::fast_paths` turns them off,

@@ -1,6 +1,6 @@
 #pragma once
 /// @file
-/// The host issuer and the hardware queues of the event loop (see simulator.hpp). A rank's host
+/// The host issuer and the hardware queues of the event loop (see sim/simulate.hpp). A rank's host
 /// thread issues its ops in program order, paying the machine's launch cost each (a record's or
 /// wait's event cost), and stops at a host sync until what it waits for is done. Streams map
 /// round-robin onto the hardware queues; each queue is FIFO across its streams: its head starts

@@ -1,6 +1,6 @@
 #pragma once
 /// @file
-/// The link model of the event loop (see simulator.hpp): each rank has four links (NVLink out and
+/// The link model of the event loop (see sim/simulate.hpp): each rank has four links (NVLink out and
 /// in, network out and in). A transfer (one rendezvous group's) loads some of them; the transfers
 /// in flight on a link share it equally, a transfer progresses at the smallest share among its
 /// links, and its end moves whenever a transfer on one of them starts or ends.
@@ -15,7 +15,7 @@
 #include <overlap/program/program.hpp>
 #include <overlap/program/semantics.hpp>
 #include <overlap/sim/engine/state.hpp>
-#include <overlap/sim/timer_queue.hpp>
+#include <overlap/sim/engine/timer_queue.hpp>
 
 namespace overlap::sim::detail {
 

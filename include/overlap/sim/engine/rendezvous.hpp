@@ -1,6 +1,6 @@
 #pragma once
 /// @file
-/// The rendezvous of the event loop (see simulator.hpp): each communication group (a collective's
+/// The rendezvous of the event loop (see sim/simulate.hpp): each communication group (a collective's
 /// members, a send and its receive) starts its transfer once every member has launched its
 /// kernel; the transfer then runs on the link model.
 

@@ -1,6 +1,6 @@
 #pragma once
 /// @file
-/// The set-up of a simulation (see simulator.hpp): the hardware queues it runs with, the checks
+/// The set-up of a simulation (see sim/simulate.hpp): the hardware queues it runs with, the checks
 /// of the machine, and each rank's state built from its program in one pass over its ops.
 
 #include <algorithm>
@@ -16,7 +16,7 @@
 
 #include <overlap/program/program.hpp>
 #include <overlap/program/semantics.hpp>
-#include <overlap/sim/cost_model.hpp>
+#include <overlap/sim/cost/cost_model.hpp>
 #include <overlap/sim/engine/state.hpp>
 
 namespace overlap::sim::detail {

@@ -1,6 +1,6 @@
 #pragma once
 /// @file
-/// The SM pool of the event loop (see simulator.hpp): who holds a rank's SMs. A compute kernel
+/// The SM pool of the event loop (see sim/simulate.hpp): who holds a rank's SMs. A compute kernel
 /// takes every free SM (one at least); a communication kernel takes the SMs it asks for from the
 /// free pool, and from running kernels when there are too few: a GEMM gives them up at the end of
 /// its current wave (a persistent GEMM only at its end), other kernels at once. A kernel that

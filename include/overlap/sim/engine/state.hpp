@@ -1,6 +1,6 @@
 #pragma once
 /// @file
-/// The event loop's state (see simulator.hpp): what it keeps of each op and each rank, and the
+/// The event loop's state (see sim/simulate.hpp): what it keeps of each op and each rank, and the
 /// context its parts share: the step, the machine model, the options and the event queue.
 
 #include <algorithm>
@@ -14,9 +14,9 @@
 #include <vector>
 
 #include <overlap/program/program.hpp>
-#include <overlap/sim/cost_model.hpp>
-#include <overlap/sim/large_array.hpp>
-#include <overlap/sim/timer_queue.hpp>
+#include <overlap/sim/cost/cost_model.hpp>
+#include <overlap/sim/engine/large_array.hpp>
+#include <overlap/sim/engine/timer_queue.hpp>
 
 namespace overlap::sim {
 

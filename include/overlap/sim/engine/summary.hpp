@@ -1,6 +1,6 @@
 #pragma once
 /// @file
-/// The summary of a simulation (see simulator.hpp): each op's interval, the step time, compute and
+/// The summary of a simulation (see sim/simulate.hpp): each op's interval, the step time, compute and
 /// communication time and the communication no compute covers, per rank and family (the maximum
 /// over ranks), and on a hang the wait-for graph: one line per op left, what it waits for.
 

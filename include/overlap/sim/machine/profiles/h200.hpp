@@ -6,7 +6,7 @@
 
 #include <memory>
 
-#include <overlap/sim/profile.hpp>
+#include <overlap/sim/machine/profile.hpp>
 
 namespace overlap::sim {
 

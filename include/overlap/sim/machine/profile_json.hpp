@@ -31,7 +31,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include <overlap/sim/profile.hpp>
+#include <overlap/sim/machine/profile.hpp>
 
 namespace overlap::sim {
 

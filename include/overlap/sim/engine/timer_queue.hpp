@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include <overlap/sim/large_array.hpp>
+#include <overlap/sim/engine/large_array.hpp>
 
 namespace overlap::sim::detail {
 

@@ -41,7 +41,7 @@
 #include <overlap/program/rank_classes.hpp>
 #include <overlap/program/rendezvous.hpp>
 #include <overlap/program/semantics.hpp>
-#include <overlap/sim/cost_model.hpp>
+#include <overlap/sim/cost/cost_model.hpp>
 #include <overlap/sim/engine/event_loop.hpp>
 #include <overlap/sim/engine/issuer.hpp>
 #include <overlap/sim/engine/links.hpp>
@@ -50,9 +50,9 @@
 #include <overlap/sim/engine/sm_pool.hpp>
 #include <overlap/sim/engine/state.hpp>
 #include <overlap/sim/engine/summary.hpp>
-#include <overlap/sim/large_array.hpp>
+#include <overlap/sim/engine/large_array.hpp>
 #include <overlap/sim/result.hpp>
-#include <overlap/sim/timer_queue.hpp>
+#include <overlap/sim/engine/timer_queue.hpp>
 
 namespace overlap::sim {
 

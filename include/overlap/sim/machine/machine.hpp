@@ -10,8 +10,8 @@
 #include <string>
 #include <utility>
 
-#include <overlap/sim/profile.hpp>
-#include <overlap/sim/profiles/h200.hpp>
+#include <overlap/sim/machine/profile.hpp>
+#include <overlap/sim/machine/profiles/h200.hpp>
 
 namespace overlap::sim {
 

@@ -27,8 +27,8 @@
 
 #include <overlap/program/program.hpp>
 #include <overlap/program/semantics.hpp>
-#include <overlap/sim/machine.hpp>
-#include <overlap/sim/measured_cost.hpp>
+#include <overlap/sim/machine/machine.hpp>
+#include <overlap/sim/cost/measured_cost.hpp>
 
 namespace overlap::sim {
 

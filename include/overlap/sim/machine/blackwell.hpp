@@ -61,7 +61,7 @@
 #include <string>
 #include <utility>
 
-#include <overlap/sim/machine.hpp>
+#include <overlap/sim/machine/machine.hpp>
 
 namespace overlap::sim {
 

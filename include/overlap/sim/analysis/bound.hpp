@@ -18,8 +18,8 @@
 
 #include <overlap/program/program.hpp>
 #include <overlap/program/semantics.hpp>
-#include <overlap/sim/cost_model.hpp>
-#include <overlap/sim/simulator.hpp>
+#include <overlap/sim/cost/cost_model.hpp>
+#include <overlap/sim/simulate.hpp>
 
 namespace overlap::sim {
 

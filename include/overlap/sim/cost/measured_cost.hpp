@@ -46,7 +46,7 @@
 #include <nlohmann/json.hpp>
 
 #include <overlap/program/op_key.hpp>
-#include <overlap/sim/cost_model.hpp>
+#include <overlap/sim/cost/cost_model.hpp>
 
 namespace overlap::sim {
 

@@ -50,7 +50,7 @@
 #include <utility>
 #include <vector>
 
-#include <overlap/sim/profile.hpp>
+#include <overlap/sim/machine/profile.hpp>
 
 namespace overlap::sim {
 

@@ -25,8 +25,8 @@
 #include <utility>
 
 #include <overlap/program/program.hpp>
-#include <overlap/sim/machine.hpp>
-#include <overlap/sim/profile_model.hpp>
+#include <overlap/sim/machine/machine.hpp>
+#include <overlap/sim/cost/profile_model.hpp>
 
 namespace overlap::sim {
 
