@@ -7,10 +7,22 @@
 #include <overlap/overlap.hpp>
 #include <overlap/plan/plan.hpp>
 #include <overlap/sim/machine/blackwell.hpp>
+#include <overlap/sim/machine/presets.hpp>
 #include <overlap/sim/cost/cost_model.hpp>
 
 namespace ov = overlap;
 namespace sc = overlap::schedule;
+
+TEST_CASE("node presets by name and by GPU, a GPU without one has none") {
+  REQUIRE(ov::sim::preset_named("gb300") != nullptr);
+  CHECK(ov::sim::preset_named("gb300")->make().gpus_per_node == 72);
+  CHECK(ov::sim::preset_for(ov::gpu_model::h200)->name == "h200");
+  CHECK(ov::sim::preset_for(ov::gpu_model::a100) == nullptr);
+  CHECK(ov::sim::preset_named("vr200") == nullptr);
+  CHECK(ov::sim::preset_list() == "h100, h200, b200, b300, gb200, gb300");
+  CHECK(ov::sim::preset_list([](const ov::sim::machine& m) { return m.fp4_gemm_speedup > 0; }) ==
+        "b200, b300, gb200, gb300");
+}
 
 TEST_CASE("the presets hold the published figures") {
   const ov::sim::machine b200 = ov::sim::b200_node(), b300 = ov::sim::b300_node(), gb200 = ov::sim::gb200_nvl72(),

@@ -1,7 +1,11 @@
 // One test per D rule of RULES.md: the resolved values upstream derives.
 #include <doctest/doctest.h>
 
+#include <sstream>
+#include <vector>
+
 #include <overlap/overlap.hpp>
+#include <overlap/settings/print.hpp>
 
 namespace ov = overlap;
 namespace ub = overlap::ub;
@@ -128,6 +132,21 @@ TEST_CASE("[DP-19] LayerNorm SM margins follow DP overlap unless set") {
   CHECK(pinned::resolved.nvte_bwd_layernorm_sm_margin == 20);
   using none = ov::config<ov::dp<8>>;
   CHECK_FALSE(none::resolved.nvte_fwd_layernorm_sm_margin.has_value());
+}
+
+TEST_CASE("environment_of: the variables the run needs, by name, unset ones left out") {
+  using cfg = ov::config<ov::tp<2>, ov::sequence_parallel<>, ov::layernorm_sm_margin<16>>;
+  const std::vector<ov::environment_variable> env = ov::environment_of(cfg::resolved);
+  REQUIRE(env.size() == 3);
+  CHECK(env[0].name == "CUDA_DEVICE_MAX_CONNECTIONS");
+  CHECK(env[0].value == 1);
+  CHECK(env[1].name == "NVTE_FWD_LAYERNORM_SM_MARGIN");
+  CHECK(env[2].value == 16);
+  std::ostringstream text;
+  ov::write_environment(text, cfg::resolved);
+  CHECK(text.str() == "export CUDA_DEVICE_MAX_CONNECTIONS=1\nexport NVTE_FWD_LAYERNORM_SM_MARGIN=16\n"
+                      "export NVTE_BWD_LAYERNORM_SM_MARGIN=16\n");
+  CHECK(ov::environment_of(ov::config<ov::dp<8>, ov::cuda_device_max_connections<8>>::resolved).size() == 1);
 }
 
 TEST_CASE("[EP-13] EP overlap and delayed wgrad are off unless set") {

@@ -139,6 +139,23 @@ TEST_CASE("the peak over issue order adds the held state to the most that is ali
   CHECK(ov::sim::peak_in_issue_order(hand_made({weights, act}, {1000}, {{{}, {1}}})).bytes == 1000);
 }
 
+TEST_CASE("memory_of: the peak of every program of a step, and the rank that needs the most") {
+  sc::program small = hand_made({act}, {100}, {{{}, {0}}, {{0}, {}}});
+  sc::program large = hand_made({act}, {300}, {{{}, {0}}, {{0}, {}}});
+  small.rank = 4;
+  large.rank = 9;
+  ov::sim::result ran;
+  for (const int rank : {4, 9})
+    for (const int op : {0, 1}) ran.intervals.push_back({.rank = rank, .op = op, .start_us = 1.0 * op, .end_us = op + 1.0});
+  const ov::sim::step_memory m = ov::sim::memory_of({small, large}, ran);
+  CHECK(m.ranks == std::vector<int>{4, 9});
+  REQUIRE(m.peaks.size() == 2);
+  CHECK(m.peaks[0].bytes == 100);
+  CHECK(m.rank() == 9);
+  CHECK(m.peak().bytes == 300);
+  CHECK_THROWS_WITH_AS(ov::sim::memory_of({}, ran), "memory_of: the step has no program", std::invalid_argument);
+}
+
 TEST_CASE("the peak over a timeline: from the writer's start to the last reader's end") {
   const sc::program p = hand_made({act, work}, {100, 30}, {{{}, {0}}, {{0}, {}}, {{}, {1}}, {{1}, {}}});
   // In issue order a (ops 0..1) and b (ops 2..3) never meet: 100.

@@ -12,6 +12,7 @@
 
 #include "../sweep.hpp"
 #include "bridge.hpp"
+#include "overrides.hpp"
 
 namespace ov = overlap;
 namespace op = overlap_plan;
@@ -296,4 +297,22 @@ TEST_CASE("multi-latent attention, MTP layers and fp8 are read from a dump and s
   op::document doc = op::read_file(std::string(OVERLAP_SOURCE_DIR) + "/tests/plan/mla_mtp.yaml");
   op::apply_override(doc, "model.q_lora_rank=null");
   CHECK(op::read_config(doc, {.world_size = 16, .process_environment = false}).workload.q_lora_rank == 0);
+}
+
+TEST_CASE("overrides_between: one Bridge override per field that differs, at the place the config reads it") {
+  op::document doc = op::parse_text("model:\n  tensor_model_parallel_size: 2\n  sequence_parallel: false\n"
+                                    "comm_overlap:\n  tp_comm_overlap: true\n",
+                                    "t.yaml", false);
+  const op::bridge_config c = op::read_config(doc, {.world_size = 8});
+  ov::settings to = c.settings;
+  CHECK(op::overrides_between(c, doc, c.settings, to).empty());
+  to.sequence_parallel = true;   // held by the config: set
+  to.overlap_grad_reduce = true;  // not held: set or add
+  CHECK(op::overrides_between(c, doc, c.settings, to) ==
+        std::vector<std::string>{"model.sequence_parallel=true", "++ddp.overlap_grad_reduce=true"});
+  // The source judging asks: the places the document holds, and the same overrides.
+  const op::bridge_source source(c, doc);
+  CHECK(source.written_at("sequence_parallel") == "model.sequence_parallel");
+  CHECK_FALSE(source.written_at("overlap_grad_reduce").has_value());
+  CHECK(source.changes_between(c.settings, to).size() == 2);
 }

@@ -19,20 +19,21 @@
 
 #include <CLI/CLI.hpp>
 
-#include <overlap/plan/parallel.hpp>
+#include <overlap/plan/judge.hpp>
 #include <overlap/plan/plan.hpp>
 #include <overlap/plan/tune.hpp>
-#include <overlap/rules/fixes.hpp>
 #include <overlap/rules/validate.hpp>
 #include <overlap/settings/print.hpp>
-#include <overlap/sim/machine/blackwell.hpp>
-#include <overlap/sim/machine/machine.hpp>
 #include <overlap/sim/analysis/memory.hpp>
+#include <overlap/sim/machine/machine.hpp>
+#include <overlap/sim/machine/presets.hpp>
 #include <overlap/sim/machine/profile_json.hpp>
-#include <overlap/trace/chrome_trace.hpp>
 #include <overlap/trace/svg_timeline.hpp>
+#include <overlap/trace/traced_ranks.hpp>
 
 #include "bridge.hpp"
+#include "convert.hpp"
+#include "overrides.hpp"
 
 namespace {
 
@@ -99,56 +100,53 @@ std::string margin_text() {
   return text;
 }
 
+/// `items` with `separator` between them.
+std::string join(const std::vector<std::string>& items, std::string_view separator) {
+  std::string out;
+  for (const std::string& x : items) (out += out.empty() ? "" : separator) += x;
+  return out;
+}
+
 [[noreturn]] void usage_error(const std::string& what) {
   throw input_error(what + " (overlap-plan --help)");
 }
 
-/// The node presets by name, in the order help and messages list them: the GPU names of `--gpu`
-/// that have one.
-struct node_preset {
-  std::string_view name;
-  ov::sim::machine (*make)();
-};
-constexpr node_preset node_presets[] = {{"h100", ov::sim::h100_node},   {"h200", ov::sim::h200_node},
-                                        {"b200", ov::sim::b200_node},   {"b300", ov::sim::b300_node},
-                                        {"gb200", ov::sim::gb200_nvl72}, {"gb300", ov::sim::gb300_nvl72}};
+/// Whether `name` is a Rubin GPU (Bridge's VR200 dumps): newer than the settings' GPU list and
+/// the node presets.
+bool rubin(const std::string& name) { return name == "vr200" || name == "r100" || name == "r200"; }
 
-const node_preset* preset_named(std::string_view name) {
-  for (const node_preset& p : node_presets)
-    if (p.name == name) return &p;
-  return nullptr;
-}
-
-/// The names of the presets `keep` holds for, as a list for people ("h100, h200, ...").
-std::string preset_list(bool (*keep)(const ov::sim::machine&) = nullptr) {
-  std::string out;
-  for (const node_preset& p : node_presets)
-    if (!keep || keep(p.make())) (out += out.empty() ? "" : ", ") += p.name;
-  return out;
-}
-
-std::vector<std::string> node_names() {
-  std::vector<std::string> out;
-  for (const node_preset& p : node_presets) out.emplace_back(p.name);
-  return out;
-}
+/// How a GPU that has no node preset is simulated: on a preset's node, computing as measured.
+constexpr const char* without_preset =
+    "with --profile FILE, FILE holding compute measured on your GPU (what overlap-profile writes)";
 
 /// --gpu's check: one of `known`; a GPU the recipes name that is newer than the settings' GPU
-/// list (Bridge's VR200 dumps) gets the way out instead of the list alone.
+/// list gets the way out instead of the list alone.
 CLI::Validator gpu_check(const std::vector<std::string>& known) {
-  std::string list;
-  for (const std::string& g : known) (list += list.empty() ? "" : ",") += g;
+  const std::string list = "{" + join(known, ",") + "}";
   return CLI::Validator(
       [known, list](std::string& name) -> std::string {
         if (std::find(known.begin(), known.end(), name) != known.end()) return {};
-        if (name == "vr200" || name == "r100" || name == "r200")
-          return name + " (Rubin) is newer than the GPUs this tool knows {" + list +
-                 "}: there is no gpu_model for the rules nor a node preset. Check it as the closest one it knows "
-                 "(--gpu gb300), and simulate on --machine gb300 with --profile FILE, FILE holding compute measured "
-                 "on your GPU (what overlap-profile writes)";
-        return name + " not in {" + list + "}";
+        if (rubin(name))
+          return name + " (Rubin) is newer than the GPUs this tool knows " + list +
+                 ": there is no gpu_model for the rules nor a node preset. Check it as the closest one it knows "
+                 "(--gpu gb300), and simulate on --machine gb300 " + without_preset;
+        return name + " not in " + list;
       },
       "GPU");
+}
+
+/// --machine's check: a preset's name; any other GPU gets the way out (a preset and --profile).
+CLI::Validator machine_check() {
+  std::vector<std::string> names;
+  for (const ov::sim::node_preset& p : ov::sim::node_presets) names.emplace_back(p.name);
+  const std::string list = "{" + join(names, ",") + "}";
+  return CLI::Validator(
+      [names, list](std::string& name) -> std::string {
+        if (std::find(names.begin(), names.end(), name) != names.end()) return {};
+        return name + (rubin(name) ? " (Rubin)" : "") + " has no node preset " + list +
+               ": simulate on the closest one (--machine gb300 for Rubin) " + without_preset;
+      },
+      "NODE");
 }
 
 /// The command line, with CLI11: one declaration per option gives its parsing, its check and its
@@ -188,7 +186,7 @@ std::optional<cli> parse_args(int argc, char** argv) {
                     "the node (links, NICs, host): h100 and h200 compute as measured on an H200 (the h100 with "
                     "its HBM3); b200, b300 (8 GPUs) and gb200, gb300 (NVL72 racks) from published figures "
                     "(sim/machine/blackwell.hpp). Default: the --gpu's node (h100 without one)")
-        ->check(CLI::IsMember(node_names()));
+        ->check(machine_check());
     sub->add_option("--profile", c.profile,
                     "compute as measured on your GPU: the JSON that overlap-profile writes there");
     sub->add_option("--memory-limit", c.memory_limit_gb, "GB a rank's step may take (default: the GPU's memory " + margin_text() + ")")
@@ -263,174 +261,20 @@ json resolved_json(const ov::resolved_settings& r) {
 }
 
 json environment_json(const ov::resolved_settings& r) {
-  std::ostringstream text;
-  ov::write_environment(text, r);
   json out = json::object();
-  std::string line;
-  std::istringstream in(text.str());
-  while (std::getline(in, line)) {
-    const auto eq = line.find('=');
-    out[line.substr(7, eq - 7)] = std::stoi(line.substr(eq + 1));
-  }
-  return out;
-}
-
-/// A settings field's value as a Bridge override value ("true", "alltoall", "null", "[a,b]").
-template <class T>
-std::string override_value(const T& v) {
-  if constexpr (overlap_plan::detail::is_optional<T>::value) {
-    if (!v) return "null";
-    return override_value(*v);
-  } else if constexpr (std::is_same_v<T, bool>) {
-    return v ? "true" : "false";
-  } else if constexpr (std::is_enum_v<T>) {
-    return std::string(ov::to_string(v));
-  } else if constexpr (overlap_plan::detail::is_enum_set<T>::value) {
-    std::string out = "[";
-    // Appended in two steps: g++ 12 at -O3 warns falsely (-Wrestrict) on "literal" + string&&.
-    for (const auto& x : overlap_plan::detail::enum_list(v)) (out += out.size() > 1 ? "," : "") += x.template get<std::string>();
-    return out + "]";
-  } else if constexpr (std::is_arithmetic_v<T>) {
-    return std::to_string(v);
-  } else {
-    return "...";
-  }
-}
-
-/// The override that sets settings field `field` to `v`, at the place the config reads it from:
-/// Hydra's `a.b=v` where the config holds a.b, `++a.b=v` (set or add) where it does not.
-template <class T>
-std::string override_for(const overlap_plan::bridge_config& c, std::string_view field, const T& v) {
-  const std::string path = c.path_of.at(std::string(field));
-  const auto set = [&](const std::string& p, const std::string& value) {
-    return (c.in_document.contains(p) ? "" : "++") + p + "=" + value;
-  };
-  if constexpr (std::is_same_v<T, ov::dtype>) {
-    const std::string section = path.substr(0, path.find('.'));
-    if (v == ov::dtype::fp32) return set(section + ".bf16", "false") + " " + set(section + ".fp16", "false");
-    return set(section + "." + std::string(ov::to_string(v)), "true");
-  } else {
-    if constexpr (std::is_same_v<T, bool>)
-      if (field == "use_dist_ckpt") return set("checkpoint.ckpt_format", v ? "torch_dist" : "torch");
-    if (path.starts_with("--")) return path + " " + override_value(v);
-    if (path.starts_with("environment ")) return "(environment) " + path.substr(12) + "=" + override_value(v);
-    return set(path, override_value(v));
-  }
-}
-
-/// The Bridge overrides that take the config from settings `from` to `to`: one per settings field
-/// that differs, at the place the config reads it (override_for); a userbuffer config per slot
-/// field, over TE-6's defaults of the slot's method.
-std::vector<std::string> overrides_between(const overlap_plan::bridge_config& c, const overlap_plan::document& doc,
-                                           const ov::settings& from, const ov::settings& to) {
-  std::vector<std::string> out;
-  ov::reflect::for_each_field_pair(from, to, [&](std::string_view field, const auto& a, const auto& b) {
-    using T = std::remove_cvref_t<decltype(a)>;
-    if (a == b) return;
-    if constexpr (std::is_same_v<T, std::optional<ov::ub::user_config>>) {
-      const std::string path = c.path_of.at(std::string(field));
-      const auto set = [&](const std::string& key, const std::string& value) {
-        out.push_back((overlap_plan::detail::find(doc.tree, key) ? "" : "++") + key + "=" + value);
-      };
-      for (const ov::ub::slot_id id : ov::ub::all_slots) {
-        const std::optional<ov::ub::slot>& x = b ? b->slots[id] : std::optional<ov::ub::slot>{};
-        const std::optional<ov::ub::slot>& was = a ? a->slots[id] : std::optional<ov::ub::slot>{};
-        if (!x || x == was) continue;
-        const std::string slot = path + "." + std::string(ov::ub::to_string(id));
-        const ov::ub::slot base = ov::ub::default_knobs(x->method);
-        set(slot + ".method", std::string(ov::to_string(x->method)));
-        ov::reflect::for_each_field_pair(base, *x, [&](std::string_view knob, const auto& d, const auto& v) {
-          if (knob != "method" && !(d == v)) set(slot + "." + std::string(knob), override_value(v));
-        });
-      }
-    } else {
-      out.push_back(override_for(c, field, b));
-    }
-  });
+  for (const ov::environment_variable& e : ov::environment_of(r)) out[e.name] = e.value;
   return out;
 }
 
 // ---- check: upstream's severity --------------------------------------------------------------
 
-/// How a rule that fires reads on an upstream dump: an error stops the run upstream would start
-/// (it enforces the rule too); a warning is a rule upstream lets run, turning a feature off or
-/// ignoring a flag, on a value somebody set; a note is the same on values that are upstream's
-/// defaults, which a dump holds whether anybody asked for them or not.
-enum class severity { error, warning, note };
+using ov::plan::rule_finding;
+using ov::plan::severity;
 
-constexpr const char* to_string(severity v) {
-  return v == severity::error ? "error" : v == severity::warning ? "warning" : "note";
-}
-
-struct finding {
-  const ov::rules::rule* rule = nullptr;
-  severity level = severity::error;
-  ov::rules::upstream upstream = ov::rules::upstream::enforces;
-  std::vector<std::string> fields;  ///< config paths behind it (what upstream runs otherwise first)
-  std::set<std::string> defaults;   ///< those of `fields` that hold upstream's default
-  std::vector<std::string> fixes;   ///< overrides that clear it without breaking another rule
-
-  ov::diagnostic diagnostic() const { return {rule->id, rule->message()}; }
-};
-
-/// The config as upstream runs it, and its findings: errors, then the rules upstream let run in
-/// the order it applied them.
-struct judgement {
-  ov::upstream_reading upstream;
-  std::vector<finding> findings;
-
-  std::size_t count(severity v) const {
-    return static_cast<std::size_t>(std::count_if(findings.begin(), findings.end(), [&](const finding& f) { return f.level == v; }));
-  }
-  /// Whether the run stops here: a rule upstream enforces, or with --strict any warning.
-  bool stops(bool strict) const { return count(severity::error) > 0 || (strict && count(severity::warning) > 0); }
-};
-
-/// For each of `findings` (rules violated by `s`), the single-field changes that clear it and
-/// break nothing else (overlap::single_field_fixes), as Bridge overrides, and the config fields
-/// they touch.
-void find_fixes(const overlap_plan::bridge_config& c, const overlap_plan::document& doc, const ov::settings& s,
-                const std::vector<finding*>& findings) {
-  std::vector<std::string_view> ids;
-  for (const finding* f : findings) ids.push_back(f->rule->id);
-  const std::vector<ov::rule_fixes> found = ov::single_field_fixes(s, ids);
-  for (std::size_t i = 0; i < findings.size(); ++i)
-    for (const ov::field_fix& x : found[i].fixes) {
-      std::string line;
-      for (const std::string& o : overrides_between(c, doc, s, x.result)) (line += line.empty() ? "" : " ") += o;
-      findings[i]->fixes.push_back(line);
-      const std::string& path = c.path_of.at(std::string(x.field));
-      std::vector<std::string>& fields = findings[i]->fields;
-      if (doc.where.count(path) && std::find(fields.begin(), fields.end(), path) == fields.end()) fields.push_back(path);
-    }
-}
-
-/// `c` judged as upstream runs it (`c.upstream`), with the config fields of each finding and,
-/// `with_fixes`, the overrides that fix it.
-judgement judge(const overlap_plan::bridge_config& c, const overlap_plan::document& doc, bool with_fixes) {
-  judgement out{c.upstream, {}};
-  for (const ov::diagnostic& d : out.upstream.errors) out.findings.push_back({&ov::rules::find(d.id), severity::error, ov::rules::upstream::enforces, {}, {}, {}});
-  const std::size_t errors = out.findings.size();
-  for (const ov::upstream_finding& u : out.upstream.lenient) {
-    // A rule upstream does not check changes nothing: a warning, whatever the values behind it.
-    finding f{u.rule, u.what == ov::rules::upstream::unchecked ? severity::warning : severity::note, u.what, {}, {}, {}};
-    for (const std::string_view field : u.changed) {
-      const bool by_default = overlap_plan::holds_upstream_default(doc, c, field);
-      if (!by_default) f.level = severity::warning;
-      if (const auto p = c.path_of.find(std::string(field)); p != c.path_of.end() && doc.where.count(p->second)) {
-        f.fields.push_back(p->second);
-        if (by_default) f.defaults.insert(p->second);
-      }
-    }
-    out.findings.push_back(std::move(f));
-  }
-  if (!with_fixes) return out;
-  // Errors are fixed on the settings upstream runs; the rules it let run, on the config as written.
-  std::vector<finding*> enforced, lenient;
-  for (std::size_t i = 0; i < out.findings.size(); ++i) (i < errors ? enforced : lenient).push_back(&out.findings[i]);
-  find_fixes(c, doc, out.upstream.as_run, enforced);
-  find_fixes(c, doc, c.settings, lenient);
-  return out;
+/// `c` judged as upstream runs it (plan/judge.hpp), with the overrides that fix each finding when
+/// `with_fixes`.
+ov::plan::judgement judge(const overlap_plan::bridge_config& c, const overlap_plan::document& doc, bool with_fixes) {
+  return ov::plan::judge(c.settings, c.upstream, overlap_plan::bridge_source(c, doc), with_fixes);
 }
 
 std::string value_at(const overlap_plan::document& doc, const std::string& path) {
@@ -438,11 +282,11 @@ std::string value_at(const overlap_plan::document& doc, const std::string& path)
   return v ? overlap_plan::shown(*v) : "?";
 }
 
-json finding_json(const finding& f, const overlap_plan::document& doc) {
+json finding_json(const rule_finding& f, const overlap_plan::document& doc) {
   json fields = json::array();
   for (const std::string& p : f.fields)
     fields.push_back({{"path", p}, {"value", *overlap_plan::detail::find(doc.tree, p)}, {"at", doc.at(p)}, {"upstream_default", f.defaults.count(p) > 0}});
-  json out = {{"id", f.rule->id}, {"message", f.rule->message()}, {"severity", to_string(f.level)}, {"fields", fields}, {"fixes", f.fixes}};
+  json out = {{"id", f.rule->id}, {"message", f.rule->message()}, {"severity", std::string(ov::plan::to_string(f.level))}, {"fields", fields}, {"fixes", f.fixes}};
   if (f.level != severity::error) {
     out["upstream"] = ov::rules::to_string(f.upstream);
     out["upstream_does"] = f.rule->upstream_does;
@@ -452,8 +296,8 @@ json finding_json(const finding& f, const overlap_plan::document& doc) {
 
 /// A finding's line, then (unless `brief`) the config fields behind it, then what upstream does
 /// where it runs the config anyway, then (unless `brief`) its fixes.
-void print_finding(std::ostream& os, const finding& f, const overlap_plan::document& doc, bool brief = false) {
-  os << "  " << f.diagnostic() << '\n';
+void print_finding(std::ostream& os, const rule_finding& f, const overlap_plan::document& doc, bool brief = false) {
+  os << "  " << f.as_diagnostic() << '\n';
   if (!brief)
     for (const std::string& p : f.fields)
       os << "      at " << p << " = " << value_at(doc, p) << (f.defaults.count(p) ? ", upstream's default" : "") << "  ("
@@ -467,7 +311,7 @@ void print_finding(std::ostream& os, const finding& f, const overlap_plan::docum
 }
 
 int run_check(const cli& args, const overlap_plan::document& doc, const overlap_plan::bridge_config& c) {
-  const judgement j = judge(c, doc, /*with_fixes=*/true);
+  const ov::plan::judgement j = judge(c, doc, /*with_fixes=*/true);
   const ov::report& rep = j.upstream.errors;  // the settings upstream runs: resolved, N rules
   const bool stops = j.stops(args.strict);
   if (args.json_output) {
@@ -477,7 +321,7 @@ int run_check(const cli& args, const overlap_plan::document& doc, const overlap_
     out["violations"] = json::array();
     out["warnings"] = json::array();
     out["notes"] = json::array();
-    for (const finding& f : j.findings)
+    for (const rule_finding& f : j.findings)
       out[f.level == severity::error ? "violations" : f.level == severity::warning ? "warnings" : "notes"].push_back(finding_json(f, doc));
     for (const ov::diagnostic& d : rep.notes) out["notes"].push_back({{"id", d.id}, {"message", d.message}, {"severity", "note"}});
     out["reading_notes"] = c.notes;
@@ -500,13 +344,13 @@ int run_check(const cli& args, const overlap_plan::document& doc, const overlap_
   }
   if (errors > 0) {
     std::cout << '\n' << errors << (errors == 1 ? " rule violated" : " rules violated") << " (upstream stops on it too):\n";
-    for (const finding& f : j.findings)
+    for (const rule_finding& f : j.findings)
       if (f.level == severity::error) print_finding(std::cout, f, doc);
   }
   if (warnings > 0) {
     std::cout << '\n' << warnings << (warnings == 1 ? " warning" : " warnings")
               << ": upstream runs the config, but not as written or not as Megatron-LM would" << (args.strict ? " (errors under --strict)" : " (--strict makes warnings errors)") << ":\n";
-    for (const finding& f : j.findings)
+    for (const rule_finding& f : j.findings)
       if (f.level == severity::warning) print_finding(std::cout, f, doc);
   }
   if (rep.resolved) {
@@ -520,7 +364,7 @@ int run_check(const cli& args, const overlap_plan::document& doc, const overlap_
   }
   const bool no_notes = rep.notes.empty() && j.count(severity::note) == 0;
   std::cout << "\nnotes:" << (no_notes ? " none" : "") << '\n';
-  for (const finding& f : j.findings)
+  for (const rule_finding& f : j.findings)
     if (f.level == severity::note) print_finding(std::cout, f, doc);
   for (const ov::diagnostic& d : rep.notes) std::cout << "  " << d << '\n';
   return stops ? 1 : 0;
@@ -536,21 +380,21 @@ std::string node_for(const cli& args, const overlap_plan::bridge_config& c) {
   const std::optional<ov::gpu_model> gpu = c.settings.gpu;
   if (!gpu) return "h100";
   const std::string name(ov::to_string(*gpu));
-  if (preset_named(name)) return name;
-  throw input_error("no node preset for " + name + ": simulate on one with --machine (" + preset_list() +
+  if (ov::sim::preset_for(*gpu)) return name;
+  throw input_error("no node preset for " + name + ": simulate on one with --machine (" + ov::sim::preset_list() +
                     "), and give compute as measured on your GPU with --profile FILE (what overlap-profile writes there)");
 }
 
 /// The node of --machine; with --profile, computing as that profile measured. A recipe whose
 /// format the node has no tensor cores for (fp4 on Hopper) is an input error naming the way out.
 ov::sim::machine machine_of(const cli& args, const overlap_plan::bridge_config& c) {
-  ov::sim::machine m = preset_named(args.machine)->make();
+  ov::sim::machine m = ov::sim::preset_named(args.machine)->make();
   if (!args.profile.empty())
     m = ov::sim::with_profile(std::move(m), std::make_shared<const ov::sim::profile>(ov::sim::read_profile(args.profile)));
   const auto refuse = [&](const char* field, bool (*has)(const ov::sim::machine&)) {
     throw input_error(std::string(field) + " GEMMs (" + c.path_of.at(field) + ") need " + field +
                       " tensor cores, which the " + args.machine + " node has not: give the recipe's GPU with --gpu (" +
-                      preset_list(has) + ") or --machine");
+                      ov::sim::preset_list(has) + ") or --machine");
   };
   constexpr auto has_fp8 = [](const ov::sim::machine& n) { return n.fp8_gemm_speedup > 0; };
   constexpr auto has_fp4 = [](const ov::sim::machine& n) { return n.fp4_gemm_speedup > 0; };
@@ -571,9 +415,8 @@ std::string machine_label(const cli& args, const ov::sim::machine& m) {
 /// made for (schedule::beyond_planned).
 void require_workload(const overlap_plan::bridge_config& c) {
   if (!c.missing_workload.empty()) {
-    std::string list;
-    for (const std::string& m : c.missing_workload) (list += list.empty() ? "" : ", ") += m;
-    throw input_error("the simulator needs the model's sizes and the batch; the config lacks " + list);
+    throw input_error("the simulator needs the model's sizes and the batch; the config lacks " +
+                      join(c.missing_workload, ", "));
   }
   for (const std::string& w : ov::schedule::beyond_planned(c.workload)) std::cerr << "overlap-plan: warning: " << w << '\n';
 }
@@ -589,9 +432,9 @@ json family_json(const ov::sim::per_family& v) {
 std::optional<overlap_plan::bridge_config> as_upstream_runs(const char* command, const cli& args,
                                                             const overlap_plan::document& doc,
                                                             const overlap_plan::bridge_config& c) {
-  const judgement j = judge(c, doc, /*with_fixes=*/false);
+  const ov::plan::judgement j = judge(c, doc, /*with_fixes=*/false);
   const auto say = [&](severity level) {
-    for (const finding& f : j.findings)
+    for (const rule_finding& f : j.findings)
       if (f.level == level) print_finding(std::cerr, f, doc, /*brief=*/true);
   };
   if (j.stops(args.strict)) {
@@ -612,38 +455,6 @@ std::optional<overlap_plan::bridge_config> as_upstream_runs(const char* command,
   return out;
 }
 
-/// The representatives whose ops go into a Perfetto trace: those of the ranks asked for, or as
-/// many of all (in rank order, spread over them) as hold about `budget` intervals together.
-std::vector<int> traced_ranks(const std::vector<int>& asked, const ov::schedule::rank_classes& classes,
-                              const ov::sim::result& r, std::size_t budget = 250'000) {
-  std::set<int> out;
-  for (const int rank : asked) {
-    if (rank >= classes.world())
-      throw input_error("--ranks: rank " + std::to_string(rank) + " is not in the step (0.." + std::to_string(classes.world() - 1) + ")");
-    out.insert(classes.representative[static_cast<std::size_t>(rank)]);
-  }
-  if (!asked.empty()) return {out.begin(), out.end()};
-  const std::vector<int> all = classes.representatives();
-  const std::size_t per_rank = r.intervals.size() / std::max<std::size_t>(all.size(), 1) + 1;
-  const std::size_t fit = std::clamp<std::size_t>(budget / per_rank, 1, all.size());
-  for (std::size_t i = 0; i < fit; ++i) out.insert(all[i * all.size() / fit]);
-  return {out.begin(), out.end()};
-}
-
-/// Writes the Perfetto trace of the programs and intervals of `ranks` alone.
-void write_trace_of(std::ostream& os, const std::vector<ov::schedule::program>& step, const ov::sim::result& r,
-                    const ov::schedule::rank_classes& classes, const std::vector<int>& ranks) {
-  const auto in = [&](int rank) { return std::binary_search(ranks.begin(), ranks.end(), rank); };
-  std::vector<ov::schedule::program> chosen;
-  for (const ov::schedule::program& p : step)
-    if (in(p.rank)) chosen.push_back(p);
-  ov::sim::result part = r;
-  part.intervals.clear();
-  for (const ov::sim::interval& iv : r.intervals)
-    if (in(iv.rank)) part.intervals.push_back(iv);
-  ov::trace::write_chrome_trace(os, chosen, part, &classes);
-}
-
 /// The bytes a rank's step may take: --memory-limit, else what the GPU's memory leaves (0: not
 /// known).
 std::int64_t memory_limit_of(const cli& args, const ov::sim::machine& m) {
@@ -651,23 +462,7 @@ std::int64_t memory_limit_of(const cli& args, const ov::sim::machine& m) {
   return ov::sim::usable_bytes(m.memory_capacity_bytes);
 }
 
-/// The peak memory of each representative over the simulated step, and the rank that needs the
-/// most.
-struct step_memory {
-  std::vector<int> ranks;
-  std::vector<ov::sim::memory_peak> peaks;
-  std::size_t most = 0;
-  int rank() const { return ranks[most]; }
-  const ov::sim::memory_peak& peak() const { return peaks[most]; }
-};
-step_memory memory_of(const std::vector<ov::schedule::program>& step, const ov::sim::result& simulated) {
-  step_memory m{{}, ov::sim::peaks_in_time(step, simulated)};
-  for (const ov::schedule::program& p : step) m.ranks.push_back(p.rank);
-  m.most = ov::sim::highest(m.peaks);
-  return m;
-}
-
-json memory_json(const step_memory& m) {
+json memory_json(const ov::sim::step_memory& m) {
   json uses = json::object();
   for (std::size_t u = 0; u < ov::sim::memory_uses; ++u)
     uses[std::string(ov::sim::to_string(static_cast<ov::sim::memory_use>(u))) + "_bytes"] = m.peak().by_use[u];
@@ -693,15 +488,19 @@ int run_simulate(const cli& args, const overlap_plan::bridge_config& c) {
     std::filesystem::create_directories(args.out, ec);
     if (ec) throw input_error("--out " + args.out + ": " + ec.message());
     {
-      traced = traced_ranks(args.ranks, plan.overlap_classes, plan.overlap);
+      try {
+        traced = ov::trace::traced_ranks(args.ranks, plan.overlap_classes, plan.overlap);
+      } catch (const std::invalid_argument& e) {
+        throw input_error(std::string("--ranks: ") + e.what());
+      }
       std::ofstream trace(args.out + "/step.json");
-      write_trace_of(trace, plan.overlap_step, plan.overlap, plan.overlap_classes, traced);
+      ov::trace::write_chrome_trace_of(trace, plan.overlap_step, plan.overlap, plan.overlap_classes, traced);
       std::vector<int> traced_baseline;
       for (const int rank : traced) traced_baseline.push_back(plan.baseline_classes.representative[static_cast<std::size_t>(rank)]);
       std::sort(traced_baseline.begin(), traced_baseline.end());
       traced_baseline.erase(std::unique(traced_baseline.begin(), traced_baseline.end()), traced_baseline.end());
       std::ofstream base(args.out + "/step_baseline.json");
-      write_trace_of(base, plan.baseline_step, plan.baseline, plan.baseline_classes, traced_baseline);
+      ov::trace::write_chrome_trace_of(base, plan.baseline_step, plan.baseline, plan.baseline_classes, traced_baseline);
       std::ofstream svg(args.out + "/step.svg");
       // Rows named by the rank's class and its coordinates in the layout.
       const ov::settings& s = c.settings;
@@ -719,7 +518,7 @@ int run_simulate(const cli& args, const overlap_plan::bridge_config& c) {
   }
   const double gain = plan.baseline.step_time_us > 0 ? 1 - plan.overlap.step_time_us / plan.baseline.step_time_us : 0;
   // The rank whose step takes the most memory (one representative stands for its class).
-  const step_memory most = memory_of(plan.overlap_step, plan.overlap), most_off = memory_of(plan.baseline_step, plan.baseline);
+  const ov::sim::step_memory most = ov::sim::memory_of(plan.overlap_step, plan.overlap), most_off = ov::sim::memory_of(plan.baseline_step, plan.baseline);
   const std::int64_t limit = memory_limit_of(args, cost.machine());
   if (args.json_output) {
     json out = {{"config", args.config},
@@ -829,7 +628,7 @@ int run_tune(const cli& args, const overlap_plan::document& doc, const overlap_p
       if (e.picks[i] != 0) (out += out.empty() ? "" : ", ") += t.knobs[i].choices[e.picks[i]].label;
     return out.empty() ? std::string("as configured") : out;
   };
-  const std::vector<std::string> overrides = overrides_between(c, doc, c.settings, top.tried);
+  const std::vector<std::string> overrides = overlap_plan::overrides_between(c, doc, c.settings, top.tried);
   overlap_plan::document fragment_doc;
   for (const std::string& o : overrides) overlap_plan::apply_override(fragment_doc, o, overlap_plan::override_mode::set_or_add);
   const std::string yaml = overrides.empty() ? "" : overlap_plan::to_yaml(fragment_doc.tree);
@@ -854,7 +653,7 @@ int run_tune(const cli& args, const overlap_plan::document& doc, const overlap_p
                                {"peak_memory_bytes", e.peak_bytes},
                                {"gain_vs_config", 1 - e.simulated.step_time_us / given_us},
                                {"exposed_comm_us", family_json(e.simulated.exposed_comm_us)},
-                               {"overrides", overrides_between(c, doc, c.settings, e.tried)}});
+                               {"overrides", overlap_plan::overrides_between(c, doc, c.settings, e.tried)}});
     }
     std::cout << out.dump(2) << '\n';
     return 0;

@@ -1,7 +1,8 @@
 #pragma once
 /// @file
 /// Human-readable output of resolved settings: one `name = value` line per upstream field, and
-/// the environment as shell `export` lines. Both walk the reflected field list (reflect.hpp).
+/// the environment as shell `export` lines (and as values, `environment_of`). Both walk the
+/// reflected field list (reflect.hpp).
 
 #include <cctype>
 #include <optional>
@@ -9,6 +10,7 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <vector>
 
 #include <overlap/settings/reflect.hpp>
 #include <overlap/settings/resolved.hpp>
@@ -72,14 +74,27 @@ inline void write_resolved(std::ostream& os, const resolved_settings& r) {
   });
 }
 
-/// The environment the run needs, as `export NAME=value` lines (unset variables are left alone).
-inline void write_environment(std::ostream& os, const resolved_settings& r) {
+/// One variable of the environment the run needs.
+struct environment_variable {
+  std::string name;  ///< e.g. CUDA_DEVICE_MAX_CONNECTIONS
+  int value = 0;
+};
+
+/// The environment the run needs, in field order; unset variables are left alone, so not listed.
+inline std::vector<environment_variable> environment_of(const resolved_settings& r) {
+  std::vector<environment_variable> out;
   bool environment = false;
   reflect::for_each_field(r, [&](std::string_view name, const auto& v) {
     environment = environment || name == reflect::first_environment_field;
     if constexpr (std::is_same_v<std::remove_cvref_t<decltype(v)>, std::optional<int>>)
-      if (environment && v) os << "export " << detail::environment_name(name) << '=' << *v << '\n';
+      if (environment && v) out.push_back({detail::environment_name(name), *v});
   });
+  return out;
+}
+
+/// The environment the run needs, as `export NAME=value` lines.
+inline void write_environment(std::ostream& os, const resolved_settings& r) {
+  for (const environment_variable& e : environment_of(r)) os << "export " << e.name << '=' << e.value << '\n';
 }
 
 }  // namespace overlap

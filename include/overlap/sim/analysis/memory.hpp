@@ -379,4 +379,24 @@ inline std::size_t highest(const std::vector<memory_peak>& peaks) {
   return most;
 }
 
+/// The peak memory of each program of a simulated step (one per rank, or per representative of
+/// a class of symmetric ranks), and the rank that needs the most.
+struct step_memory {
+  std::vector<int> ranks;          ///< of each program
+  std::vector<memory_peak> peaks;  ///< of each program
+  std::size_t most = 0;            ///< the index of the highest peak
+  int rank() const { return ranks[most]; }
+  const memory_peak& peak() const { return peaks[most]; }
+};
+
+/// `step_memory` of `step` from the intervals of `simulated`. Throws std::invalid_argument for a
+/// step with no program.
+inline step_memory memory_of(const std::vector<schedule::program>& step, const result& simulated) {
+  if (step.empty()) throw std::invalid_argument("memory_of: the step has no program");
+  step_memory m{{}, peaks_in_time(step, simulated)};
+  for (const schedule::program& p : step) m.ranks.push_back(p.rank);
+  m.most = highest(m.peaks);
+  return m;
+}
+
 }  // namespace overlap::sim
