@@ -34,7 +34,7 @@
 //   it (causal attention: its flops over the published step), in the same band.
 // - Megatron-Bridge's published Llama 3 70B SFT runs in fp8 (docs/performance-summary.md, 26.06
 //   container, first in commit 63b08b397; the recipe is the dump
-//   llama3_70b_sft_gb200_fp8_mx_v1.yaml of shared/reference/bridge-dumps): GBS 32, MBS 1,
+//   llama3_70b_sft_gb200_fp8_mx_v1.yaml of Bridge's scripts/performance/dryrun_configs/): GBS 32, MBS 1,
 //   sequence 4,096, 32 GPUs, the distributed optimizer with Bridge's derived DP and p2p overlaps,
 //   gradients reduced in fp32. A GB200 NVL72 rack, MXFP8, TP1 PP8 VP10: 3,593 tokens/s per GPU,
 //   a 1.140 s step; an H100 node, fp8 (current scaling), TP4 PP4 VP5: 1,638, 2.501 s. The

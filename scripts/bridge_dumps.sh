@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs overlap-plan check, simulate and tune on a directory of Megatron-Bridge ConfigContainer
-# dumps (scripts/performance/dryrun_configs/ of NVIDIA-NeMo/Megatron-Bridge, e.g. at a9497c6,
-# or ../shared/reference/bridge-dumps/), each at the world size of its recipe and on its GPU
+# dumps (scripts/performance/dryrun_configs/ of NVIDIA-NeMo/Megatron-Bridge, e.g. at a9497c6),
+# each at the world size of its recipe and on its GPU
 # from the file name, and prints one line per run: exit status, seconds, the first line of
 # output. Usage: scripts/bridge_dumps.sh DUMP_DIR [OVERLAP_PLAN]
 #

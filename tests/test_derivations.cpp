@@ -1,4 +1,4 @@
-// One test per D rule of RULES.md: the resolved values upstream derives.
+// One test per D rule of the rule table (docs/rules.md): the resolved values upstream derives.
 #include <doctest/doctest.h>
 
 #include <sstream>

@@ -1,4 +1,4 @@
-// One test per N rule of RULES.md: advice in cfg::notes that never fails a build.
+// One test per N rule of the rule table (docs/rules.md): advice in cfg::notes that never fails a build.
 #include <doctest/doctest.h>
 
 #include <string_view>

@@ -1,4 +1,4 @@
-// Keeps RULES.md, the rule table, the tests and docs/rules.md in step: walks the table and fails
+// Keeps the rule table (rules/table.inc), its tests and docs/rules.md in step: walks the table and fails
 // when a rule lacks its test or the generated documentation is stale.
 #include <doctest/doctest.h>
 
@@ -31,7 +31,7 @@ int count(rules::kind k) {
 }
 }  // namespace
 
-TEST_CASE("the table has RULES.md's rules, each id once") {
+TEST_CASE("the table has the catalogue's rules, each id once") {
   std::set<std::string_view> ids;
   for (const rules::rule& x : rules::table) CHECK(ids.insert(x.id).second);
   CHECK(count(rules::kind::option_error) + count(rules::kind::error) == 62);

@@ -46,7 +46,7 @@ TEST_CASE("every E rule upstream lets run says what upstream does, in words and 
 
 TEST_CASE("param gather overlap without grad reduce overlap: Bridge runs it as written, and it builds") {
   // Megatron-LM's validate_args refuses it (DP-9); Bridge and Core do not check it, and Bridge's
-  // DeepSeek-V3 H100 recipe runs it (upstream-rules.md DP-9).
+  // DeepSeek-V3 H100 recipe runs it (rule DP-9, docs/rules.md).
   ov::settings s;
   s.data_parallel_size = 4;
   s.distributed_optimizer = true;

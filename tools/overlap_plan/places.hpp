@@ -1,6 +1,6 @@
 #pragma once
 // overlap-plan: where Bridge keeps each settings field, in upstream's precedence where it keeps one
-// value in two places (upstream-rules.md PREC-4..6, DP-6/7, mixed precision applied over the
+// value in two places (rules PREC-4..6, DP-6/7 of docs/rules.md, mixed precision applied over the
 // model), the fields it has that this tool cannot honour, and upstream's defaults as a dump holds
 // them.
 

@@ -39,7 +39,7 @@ struct step_schedule;
 
 namespace overlap {
 
-/// A training run's overlap configuration. Options are order-free; see PRODUCT.md for the list.
+/// A training run's overlap configuration. Options are order-free; the README lists them.
 template <class... Options>
 struct config {
  private:

@@ -1,7 +1,7 @@
 #pragma once
 /// @file
 /// Boolean options: `name<>` is true, `name<false>` an explicit false. An absent flag keeps
-/// upstream's default, or is derived where RULES.md has a D rule for it.
+/// upstream's default, or is derived where the rule table has a D rule for it (docs/rules.md).
 
 #include <overlap/config/option.hpp>
 

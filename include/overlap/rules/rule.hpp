@@ -13,12 +13,12 @@
 
 namespace overlap::rules {
 
-/// Kinds of RULES.md: E (on option types or on settings), N, D, N/A, and "—" (a remark).
+/// Kinds of the rule catalogue (docs/rules.md): E (on option types or on settings), N, D, N/A, and "—" (a remark).
 enum class kind : std::uint8_t { option_error, error, note, derivation, not_applicable, remark };
 
 constexpr bool is_error(kind k) { return k == kind::option_error || k == kind::error; }
 
-/// The RULES.md spelling of a kind.
+/// The catalogue's spelling of a kind.
 constexpr std::string_view to_string(kind k) {
   switch (k) {
     case kind::option_error:
@@ -39,7 +39,7 @@ constexpr std::string_view to_string(kind k) {
 using condition = bool (*)(const settings&, const resolved_settings&);
 
 /// What upstream (Megatron-Bridge over Megatron-Core and Transformer Engine) does where an E rule
-/// fires: the kind column of ../shared/reference/upstream-rules.md. `enforces`: it raises (ERROR),
+/// fires: the "upstream" column of docs/rules.md. `enforces`: it raises (ERROR),
 /// or the rule is a limit of this project; `turns_off`: it switches the feature off and runs
 /// (AUTO-OFF); `ignores`: the flag has no effect and the run goes on (WARN, or nothing at all);
 /// `unchecked`: only Megatron-LM's own launcher raises (its validate_args, which Bridge does not

@@ -13,7 +13,7 @@
 /// after the backward. With the distributed optimizer the step starts by all-gathering the
 /// updated parameters, bucket by bucket: without `overlap_param_gather` all of them on the
 /// compute stream before the forward; with it on the dp stream, as Megatron-Core dispatches them
-/// (upstream-schedules.md 4.3): the forward's first use of a bucket dispatches it if nothing has,
+/// (its DistributedDataParallel forward pre-hooks): the forward's first use of a bucket dispatches it if nothing has,
 /// waits for it, and dispatches the next bucket of its chunk and group; with
 /// `align_param_gather` in an interleaved pipeline the schedule dispatches whole chunks instead
 /// (chunks 0 and 1 at the start, chunk c + 1 at the forward pp_rank virtual micro-batches before

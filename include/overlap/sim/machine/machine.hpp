@@ -136,7 +136,7 @@ inline machine with_profile(machine m, std::shared_ptr<const sim::profile> p) {
   return m;
 }
 
-/// An 8-GPU H100 SXM node. Sources (figures collected in `shared/reference/hardware.md`):
+/// An 8-GPU H100 SXM node. Sources:
 /// - 132 SMs, 989.4 TFLOP/s dense bf16, 3.35 TB/s HBM3: NVIDIA H100 datasheet.
 /// - GEMMs: cuBLAS bf16 reaches 797.8 TFLOP/s at 8192^3 (pranjalssh/fast.cu README; 797.5 in the
 ///   size sweep of zzc0721/torch-performance-test-data issue #79), 0.806 of peak. Hopper's best
