@@ -130,10 +130,10 @@ ov::ub::slot to_slot(const document& doc, const std::string& path, const json& v
     const json* x = given(v, name);
     if (!x || name == "method") return;
     if constexpr (std::is_same_v<T, bool>) {
-      // Upstream's pipeline default fp8_buf=(False,) dumps as a list; read by its element (include/overlap/config/ub_presets.hpp).
+      // Upstream's pipeline default fp8_buf=(False,) dumps as a list; read by its element, as the presets read it (config/ub_presets.hpp).
       if (x->is_array() && x->size() == 1 && (*x)[0].is_boolean()) {
         notes.push_back(p + " = " + shown(*x) + " (a tuple, truthy in Python) is read as " +
-                        ((*x)[0].get<bool>() ? "true" : "false") + ", as upstream's (False,) default is");
+                        ((*x)[0].get<bool>() ? "true" : "false") + ", as the presets read upstream's (False,) default");
         member = (*x)[0].get<bool>();
       } else {
         member = to_bool(doc, p, *x);

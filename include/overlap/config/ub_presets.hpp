@@ -2,7 +2,8 @@
 /// @file
 /// The 19 TP userbuffer presets of upstream Megatron-Bridge, under upstream's names, slot by slot.
 /// Slots a preset leaves empty (the wgrad slots of the two LoRA presets) are not declared. The
-/// pipeline slots' `fp8_buf` default, a truthy `(False,)` upstream, is read as false, as Transformer Engine reads it.
+/// pipeline slots' `fp8_buf` default upstream, `(False,)`, is truthy in Python by accident; it is
+/// read as the false it means.
 /// A preset's name says the run it was tuned for; note TP-18 compares it with the config.
 
 #include <string_view>
