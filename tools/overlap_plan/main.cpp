@@ -472,74 +472,91 @@ json memory_json(const ov::sim::step_memory& m) {
           {"per_rank", per_rank}};
 }
 
-int run_simulate(const cli& args, const overlap_plan::bridge_config& c) {
-  require_workload(c);
-  const ov::sim::cost_model cost(machine_of(args, c));
+/// What `simulate` found: the plan, the memory of its busiest rank, and the files it wrote.
+struct simulation {
   ov::plan::family_plan plan;
-  try {
-    plan = ov::plan::plan_step(c.settings, c.workload, cost);
-  } catch (const std::invalid_argument& e) {
-    throw input_error(args.config + ": the step cannot be built from this model and layout: " + e.what());
+  ov::sim::step_memory most, most_off;  ///< with the config's overlap, and with every overlap off
+  std::int64_t limit = 0;               ///< the bytes a rank may take (0: not known)
+  std::vector<std::string> written;     ///< the files of --out
+  std::vector<int> traced;              ///< the ranks step.json holds
+  double gain() const {
+    return plan.baseline.step_time_us > 0 ? 1 - plan.overlap.step_time_us / plan.baseline.step_time_us : 0;
   }
-  std::vector<std::string> written;
-  std::vector<int> traced;  // the ranks step.json holds
-  if (!args.out.empty()) {
+};
+
+/// --out DIR: the Perfetto traces with and without overlap (of a bounded set of representatives)
+/// and the picture, its rows named by the rank's class and its coordinates in the layout.
+void write_step_files(const cli& args, const overlap_plan::bridge_config& c, simulation& run) {
+  const ov::plan::family_plan& plan = run.plan;
+  std::vector<int>& traced = run.traced;
     std::error_code ec;
     std::filesystem::create_directories(args.out, ec);
     if (ec) throw input_error("--out " + args.out + ": " + ec.message());
-    {
-      try {
-        traced = ov::trace::traced_ranks(args.ranks, plan.overlap_classes, plan.overlap);
-      } catch (const std::invalid_argument& e) {
-        throw input_error(std::string("--ranks: ") + e.what());
-      }
-      std::ofstream trace(args.out + "/step.json");
-      ov::trace::write_chrome_trace_of(trace, plan.overlap_step, plan.overlap, plan.overlap_classes, traced);
-      std::vector<int> traced_baseline;
-      for (const int rank : traced) traced_baseline.push_back(plan.baseline_classes.representative[static_cast<std::size_t>(rank)]);
-      std::sort(traced_baseline.begin(), traced_baseline.end());
-      traced_baseline.erase(std::unique(traced_baseline.begin(), traced_baseline.end()), traced_baseline.end());
-      std::ofstream base(args.out + "/step_baseline.json");
-      ov::trace::write_chrome_trace_of(base, plan.baseline_step, plan.baseline, plan.baseline_classes, traced_baseline);
-      std::ofstream svg(args.out + "/step.svg");
-      // Rows named by the rank's class and its coordinates in the layout.
-      const ov::settings& s = c.settings;
-      const ov::schedule::layout L(s.tensor_model_parallel_size, 1, s.data_parallel_size, s.pipeline_model_parallel_size,
-                                   s.num_moe_experts ? s.expert_model_parallel_size : 1);
-      const std::vector<int> sizes = plan.overlap_classes.sizes();
-      ov::trace::svg_options picture;
-      picture.rank_name = [&](int rank) {
-        return ov::trace::detail::rank_label(rank, &sizes) + " " + L.coordinates(rank);
-      };
-      ov::trace::write_svg_timeline(svg, plan.overlap_step, plan.overlap, picture, &plan.overlap_classes);
-      if (!trace || !svg || !base) throw input_error("--out " + args.out + ": cannot write the files");
+    try {
+      traced = ov::trace::traced_ranks(args.ranks, plan.overlap_classes, plan.overlap);
+    } catch (const std::invalid_argument& e) {
+      throw input_error(std::string("--ranks: ") + e.what());
     }
-    written = {args.out + "/step.json", args.out + "/step_baseline.json", args.out + "/step.svg"};
-  }
-  const double gain = plan.baseline.step_time_us > 0 ? 1 - plan.overlap.step_time_us / plan.baseline.step_time_us : 0;
-  // The rank whose step takes the most memory (one representative stands for its class).
-  const ov::sim::step_memory most = ov::sim::memory_of(plan.overlap_step, plan.overlap), most_off = ov::sim::memory_of(plan.baseline_step, plan.baseline);
-  const std::int64_t limit = memory_limit_of(args, cost.machine());
-  if (args.json_output) {
-    json out = {{"config", args.config},
-                {"machine", args.machine},
-                {"profile", args.profile.empty() ? json(nullptr) : json(args.profile)},
-                {"ranks", plan.overlap_classes.world()},
-                {"classes", plan.overlap_step.size()},
-                {"micro_batches", c.workload.micro_batches},
-                {"overlap", {{"step_time_us", plan.overlap.step_time_us}, {"exposed_comm_us", family_json(plan.overlap.exposed_comm_us)},
-                             {"comm_us", family_json(plan.overlap.comm_us)}, {"deadlock", plan.overlap.deadlock}}},
-                {"baseline", {{"step_time_us", plan.baseline.step_time_us}, {"exposed_comm_us", family_json(plan.baseline.exposed_comm_us)},
-                              {"comm_us", family_json(plan.baseline.comm_us)}, {"deadlock", plan.baseline.deadlock}}},
-                {"gain", gain},
-                {"memory", {{"overlap", memory_json(most)}, {"baseline", memory_json(most_off)},
-                            {"gpu_memory_bytes", cost.machine().memory_capacity_bytes},
-                            {"limit_bytes", limit}, {"fits", limit == 0 || most.peak().bytes <= limit}}},
-                {"files", written},
-                {"traced_ranks", traced}};
-    std::cout << out.dump(2) << '\n';
-    return 0;
-  }
+    std::ofstream trace(args.out + "/step.json");
+    ov::trace::write_chrome_trace_of(trace, plan.overlap_step, plan.overlap, plan.overlap_classes, traced);
+    std::vector<int> traced_baseline;
+    for (const int rank : traced) traced_baseline.push_back(plan.baseline_classes.representative[static_cast<std::size_t>(rank)]);
+    std::sort(traced_baseline.begin(), traced_baseline.end());
+    traced_baseline.erase(std::unique(traced_baseline.begin(), traced_baseline.end()), traced_baseline.end());
+    std::ofstream base(args.out + "/step_baseline.json");
+    ov::trace::write_chrome_trace_of(base, plan.baseline_step, plan.baseline, plan.baseline_classes, traced_baseline);
+    std::ofstream svg(args.out + "/step.svg");
+    // Rows named by the rank's class and its coordinates in the layout.
+    const ov::settings& s = c.settings;
+    const ov::schedule::layout L(s.tensor_model_parallel_size, 1, s.data_parallel_size, s.pipeline_model_parallel_size,
+                         s.num_moe_experts ? s.expert_model_parallel_size : 1);
+    const std::vector<int> sizes = plan.overlap_classes.sizes();
+    ov::trace::svg_options picture;
+    picture.rank_name = [&](int rank) {
+      return ov::trace::detail::rank_label(rank, &sizes) + " " + L.coordinates(rank);
+    };
+    ov::trace::write_svg_timeline(svg, plan.overlap_step, plan.overlap, picture, &plan.overlap_classes);
+    if (!trace || !svg || !base) throw input_error("--out " + args.out + ": cannot write the files");
+  run.written = {args.out + "/step.json", args.out + "/step_baseline.json", args.out + "/step.svg"};
+}
+
+/// `simulate --json`.
+json simulation_json(const cli& args, const overlap_plan::bridge_config& c, const ov::sim::cost_model& cost,
+                     const simulation& run) {
+  const ov::plan::family_plan& plan = run.plan;
+  const ov::sim::step_memory &most = run.most, &most_off = run.most_off;
+  const std::int64_t limit = run.limit;
+  const double gain = run.gain();
+  const std::vector<std::string>& written = run.written;
+  const std::vector<int>& traced = run.traced;
+  json out = {{"config", args.config},
+              {"machine", args.machine},
+              {"profile", args.profile.empty() ? json(nullptr) : json(args.profile)},
+              {"ranks", plan.overlap_classes.world()},
+              {"classes", plan.overlap_step.size()},
+              {"micro_batches", c.workload.micro_batches},
+              {"overlap", {{"step_time_us", plan.overlap.step_time_us}, {"exposed_comm_us", family_json(plan.overlap.exposed_comm_us)},
+                           {"comm_us", family_json(plan.overlap.comm_us)}, {"deadlock", plan.overlap.deadlock}}},
+              {"baseline", {{"step_time_us", plan.baseline.step_time_us}, {"exposed_comm_us", family_json(plan.baseline.exposed_comm_us)},
+                            {"comm_us", family_json(plan.baseline.comm_us)}, {"deadlock", plan.baseline.deadlock}}},
+              {"gain", gain},
+              {"memory", {{"overlap", memory_json(most)}, {"baseline", memory_json(most_off)},
+                          {"gpu_memory_bytes", cost.machine().memory_capacity_bytes},
+                          {"limit_bytes", limit}, {"fits", limit == 0 || most.peak().bytes <= limit}}},
+              {"files", written},
+              {"traced_ranks", traced}};
+  return out;
+}
+
+/// `simulate`'s text: step time, exposed communication and peak memory, with and without overlap.
+void print_simulation(const cli& args, const overlap_plan::bridge_config& c, const ov::sim::cost_model& cost,
+                      const simulation& run) {
+  const ov::plan::family_plan& plan = run.plan;
+  const ov::sim::step_memory &most = run.most, &most_off = run.most_off;
+  const std::int64_t limit = run.limit;
+  const double gain = run.gain();
+  const std::vector<std::string>& written = run.written;
+  const std::vector<int>& traced = run.traced;
   std::printf("overlap-plan simulate %s on %s: %d %s in %zu %s of symmetric ranks, %d layers, "
               "%d %s per dp rank\n",
               args.config.c_str(), machine_label(args, cost.machine()).c_str(), plan.overlap_classes.world(),
@@ -581,6 +598,24 @@ int run_simulate(const cli& args, const overlap_plan::bridge_config& c) {
     std::printf("the traces hold rank%s %s (%zu of %zu classes; --ranks R,R,... for others)\n", traced.size() == 1 ? "" : "s",
                 list.c_str(), traced.size(), plan.overlap_step.size());
   }
+}
+
+int run_simulate(const cli& args, const overlap_plan::bridge_config& c) {
+  require_workload(c);
+  const ov::sim::cost_model cost(machine_of(args, c));
+  simulation run;
+  try {
+    run.plan = ov::plan::plan_step(c.settings, c.workload, cost);
+  } catch (const std::invalid_argument& e) {
+    throw input_error(args.config + ": the step cannot be built from this model and layout: " + e.what());
+  }
+  if (!args.out.empty()) write_step_files(args, c, run);
+  // The rank whose step takes the most memory (one representative stands for its class).
+  run.most = ov::sim::memory_of(run.plan.overlap_step, run.plan.overlap);
+  run.most_off = ov::sim::memory_of(run.plan.baseline_step, run.plan.baseline);
+  run.limit = memory_limit_of(args, cost.machine());
+  if (args.json_output) std::cout << simulation_json(args, c, cost, run).dump(2) << '\n';
+  else print_simulation(args, c, cost, run);
   return 0;
 }
 
@@ -604,60 +639,67 @@ class progress {
   std::chrono::steady_clock::time_point start_;
 };
 
-int run_tune(const cli& args, const overlap_plan::document& doc, const overlap_plan::bridge_config& c) {
-  const auto started = std::chrono::steady_clock::now();
-  require_workload(c);
-  const ov::sim::cost_model cost(machine_of(args, c));
-  const std::int64_t limit = memory_limit_of(args, cost.machine());
-  ov::plan::tune_result t;
-  {
-    progress bar(!args.json_output);
-    try {
-      t = ov::plan::tune(c.settings, c.workload, cost, args.threads,
-                         [&](std::size_t done, std::size_t planned) { bar.update(done, planned); }, limit);
-    } catch (const std::invalid_argument& e) {
-      throw input_error(args.config + ": " + e.what());
-    }
+/// What `tune` found, and the best combination as Bridge overrides and YAML.
+struct tuning {
+  ov::plan::tune_result result;
+  std::int64_t limit = 0;              ///< the bytes a rank may take (0: not known)
+  std::vector<std::string> overrides;  ///< the best combination as Bridge overrides
+  std::string yaml;                    ///< the same as YAML
+  double seconds = 0;
+  /// The knobs a candidate changes from the config, as a label ("as configured" for none).
+  std::string label(const ov::plan::tune_candidate& e) const {
+    std::vector<std::string> changed;
+    for (std::size_t i = 0; i < result.knobs.size(); ++i)
+      if (e.picks[i] != 0) changed.push_back(result.knobs[i].choices[e.picks[i]].label);
+    return changed.empty() ? std::string("as configured") : join(changed, ", ");
   }
-  const ov::plan::tune_candidate& given = t.configured();
-  const ov::plan::tune_candidate& top = t.best();
-  const double given_us = given.simulated.step_time_us;
-  const auto label = [&](const ov::plan::tune_candidate& e) {
-    std::string out;
-    for (std::size_t i = 0; i < t.knobs.size(); ++i)
-      if (e.picks[i] != 0) (out += out.empty() ? "" : ", ") += t.knobs[i].choices[e.picks[i]].label;
-    return out.empty() ? std::string("as configured") : out;
-  };
-  const std::vector<std::string> overrides = overlap_plan::overrides_between(c, doc, c.settings, top.tried);
-  overlap_plan::document fragment_doc;
-  for (const std::string& o : overrides) overlap_plan::apply_override(fragment_doc, o, overlap_plan::override_mode::set_or_add);
-  const std::string yaml = overrides.empty() ? "" : overlap_plan::to_yaml(fragment_doc.tree);
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+};
 
-  if (args.json_output) {
-    json out = {{"config", args.config}, {"machine", args.machine},
-                {"profile", args.profile.empty() ? json(nullptr) : json(args.profile)},
-                {"knobs", json::array()}, {"ranked", json::array()},
-                {"rejected", t.rejected}, {"rejected_by", t.rejected_by}, {"memory_limit_bytes", limit},
-                {"none_fits", t.none_fits_least_bytes > 0},
-                {"overlap_off_step_time_us", t.overlap_off.step_time_us},
-                {"given_step_time_us", given_us}, {"best_overrides", overrides}, {"best_yaml", yaml}, {"seconds", seconds}};
-    for (const ov::plan::knob& k : t.knobs) {
-      json choices = json::array();
-      for (const ov::plan::knob_choice& ch : k.choices) choices.push_back(ch.label);
-      out["knobs"].push_back({{"name", k.name}, {"choices", choices}});
-    }
-    for (std::size_t i = 0; i < t.ranked.size(); ++i) {
-      const ov::plan::tune_candidate& e = t.tried[t.ranked[i]];
-      out["ranked"].push_back({{"rank", i + 1}, {"combination", label(e)}, {"step_time_us", e.simulated.step_time_us},
-                               {"peak_memory_bytes", e.peak_bytes},
-                               {"gain_vs_config", 1 - e.simulated.step_time_us / given_us},
-                               {"exposed_comm_us", family_json(e.simulated.exposed_comm_us)},
-                               {"overrides", overlap_plan::overrides_between(c, doc, c.settings, e.tried)}});
-    }
-    std::cout << out.dump(2) << '\n';
-    return 0;
+/// `tune --json`: the knobs, every combination ranked with its overrides, the best.
+json tuning_json(const cli& args, const overlap_plan::document& doc, const overlap_plan::bridge_config& c,
+                 const tuning& run) {
+  const ov::plan::tune_result& t = run.result;
+  const std::int64_t limit = run.limit;
+  const ov::plan::tune_candidate& given = t.configured();
+  const double given_us = given.simulated.step_time_us;
+  const auto label = [&](const ov::plan::tune_candidate& e) { return run.label(e); };
+  const std::vector<std::string>& overrides = run.overrides;
+  const std::string& yaml = run.yaml;
+  const double seconds = run.seconds;
+  json out = {{"config", args.config}, {"machine", args.machine},
+              {"profile", args.profile.empty() ? json(nullptr) : json(args.profile)},
+              {"knobs", json::array()}, {"ranked", json::array()},
+              {"rejected", t.rejected}, {"rejected_by", t.rejected_by}, {"memory_limit_bytes", limit},
+              {"none_fits", t.none_fits_least_bytes > 0},
+              {"overlap_off_step_time_us", t.overlap_off.step_time_us},
+              {"given_step_time_us", given_us}, {"best_overrides", overrides}, {"best_yaml", yaml}, {"seconds", seconds}};
+  for (const ov::plan::knob& k : t.knobs) {
+    json choices = json::array();
+    for (const ov::plan::knob_choice& ch : k.choices) choices.push_back(ch.label);
+    out["knobs"].push_back({{"name", k.name}, {"choices", choices}});
   }
+  for (std::size_t i = 0; i < t.ranked.size(); ++i) {
+    const ov::plan::tune_candidate& e = t.tried[t.ranked[i]];
+    out["ranked"].push_back({{"rank", i + 1}, {"combination", label(e)}, {"step_time_us", e.simulated.step_time_us},
+                             {"peak_memory_bytes", e.peak_bytes},
+                             {"gain_vs_config", 1 - e.simulated.step_time_us / given_us},
+                             {"exposed_comm_us", family_json(e.simulated.exposed_comm_us)},
+                             {"overrides", overlap_plan::overrides_between(c, doc, c.settings, e.tried)}});
+  }
+  return out;
+}
+
+/// `tune`'s text: the knobs, the ranking, the best as overrides and YAML.
+void print_tuning(const cli& args, const ov::sim::cost_model& cost, const tuning& run) {
+  const ov::plan::tune_result& t = run.result;
+  const std::int64_t limit = run.limit;
+  const ov::plan::tune_candidate& given = t.configured();
+  const double given_us = given.simulated.step_time_us;
+  const auto label = [&](const ov::plan::tune_candidate& e) { return run.label(e); };
+  const ov::plan::tune_candidate& top = t.best();
+  const std::vector<std::string>& overrides = run.overrides;
+  const std::string& yaml = run.yaml;
+  const double seconds = run.seconds;
   std::printf("overlap-plan tune %s on %s: %zu knob(s), %zu combinations simulated, %zu rejected, %.1f s\n",
               args.config.c_str(), machine_label(args, cost.machine()).c_str(), t.knobs.size(), t.ranked.size(),
               t.rejected, seconds);
@@ -711,6 +753,31 @@ int run_tune(const cli& args, const overlap_plan::document& doc, const overlap_p
     for (const std::string& o : overrides) std::printf(" %s", o.c_str());
     std::printf("\n\nas YAML:\n%s", yaml.c_str());
   }
+}
+
+int run_tune(const cli& args, const overlap_plan::document& doc, const overlap_plan::bridge_config& c) {
+  const auto started = std::chrono::steady_clock::now();
+  require_workload(c);
+  const ov::sim::cost_model cost(machine_of(args, c));
+  tuning run;
+  run.limit = memory_limit_of(args, cost.machine());
+  {
+    progress bar(!args.json_output);
+    try {
+      run.result = ov::plan::tune(c.settings, c.workload, cost, args.threads,
+                                  [&](std::size_t done, std::size_t planned) { bar.update(done, planned); }, run.limit);
+    } catch (const std::invalid_argument& e) {
+      throw input_error(args.config + ": " + e.what());
+    }
+  }
+  run.overrides = overlap_plan::overrides_between(c, doc, c.settings, run.result.best().tried);
+  overlap_plan::document fragment;
+  for (const std::string& o : run.overrides)
+    overlap_plan::apply_override(fragment, o, overlap_plan::override_mode::set_or_add);
+  run.yaml = run.overrides.empty() ? "" : overlap_plan::to_yaml(fragment.tree);
+  run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  if (args.json_output) std::cout << tuning_json(args, doc, c, run).dump(2) << '\n';
+  else print_tuning(args, cost, run);
   return 0;
 }
 
