@@ -84,7 +84,7 @@ int main() {
   // (it takes about a second; data/measured-h200/memory_and_clock.jsonl), so no sustained clock.
   sim::machine h200 = sim::h200_node();
   h200.sustained_load = false;
-  const sim::cost_model cost(h200);
+  const sim::analytic_cost_model cost(h200);
   struct row {
     std::string pattern;
     int cdmc, priority, blocks;

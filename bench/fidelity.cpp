@@ -178,7 +178,7 @@ ov::settings dense_settings(int tp, int pp, int vpp, int dp) {
 }  // namespace
 
 int main() {
-  const ov::sim::cost_model h100(ov::sim::h100_node());
+  const ov::sim::analytic_cost_model h100(ov::sim::h100_node());
   std::printf("{\"records\":[");
   const sc::workload qwen = qwen3_30b_a3b();
   const double ep16_off = step_us(moe_settings(16, 16, false, false), qwen, h100);
@@ -260,7 +260,7 @@ int main() {
     sc::workload w = llama3_70b_sft;
     w.micro_batches = 32 / s.data_parallel_size;
     const double published_us = 4096 / tokens_per_gpu * 1e6;  // 32 x 4,096 tokens on 32 GPUs
-    record(name, "step / published - 1", step_us(s, w, ov::sim::cost_model(m)) / published_us - 1, published, -0.15,
+    record(name, "step / published - 1", step_us(s, w, ov::sim::analytic_cost_model(m)) / published_us - 1, published, -0.15,
            0.15, pinned);
   };
   sft("llama3_70b_sft_mxfp8_gb200_32_gpus_step", 1, 8, 10, 3593, "3,593 tokens/s/GPU (1.140 s per step)",

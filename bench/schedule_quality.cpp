@@ -47,7 +47,7 @@ template <class Cfg>
 void records(const char* workload_name, const sc::workload& w, bool& first, int gpus_per_node = 8) {
   ov::sim::machine m = ov::sim::h100_node();
   m.gpus_per_node = gpus_per_node;
-  const ov::sim::cost_model h100(m);
+  const ov::sim::analytic_cost_model h100(m);
   for (const auto& plan : ov::plan::plan_families(Cfg::settings, w, h100))
     print(plan, std::string(sc::to_string(plan.family)).c_str(), workload_name, h100,
           ov::plan::options_for(Cfg::resolved), first);
@@ -56,7 +56,7 @@ void records(const char* workload_name, const sc::workload& w, bool& first, int 
 /// All the families the config enables, composed into one step.
 template <class Cfg>
 void composed_record(const char* workload_name, const sc::workload& w, bool& first) {
-  const ov::sim::cost_model h100(ov::sim::h100_node());
+  const ov::sim::analytic_cost_model h100(ov::sim::h100_node());
   print(ov::plan::plan_step(Cfg::settings, w, h100), "all", workload_name, h100,
         ov::plan::options_for(Cfg::resolved), first);
 }

@@ -193,7 +193,7 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  const ov::sim::cost_model h100(ov::sim::h100_node());
+  const ov::sim::analytic_cost_model h100(ov::sim::h100_node());
   std::string scale_records;
   if (scale) {
     scale_case dense_1k = llama_70b(8, 8, 2, 16, 16);

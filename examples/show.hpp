@@ -39,7 +39,7 @@ void show(std::string_view title, const overlap::schedule::workload& w, std::str
   for (const auto& note : Cfg::notes) std::cout << note << '\n';
 
   const std::string dir = argc > 1 ? argv[1] : ".";
-  const overlap::sim::cost_model h100(overlap::sim::h100_node());
+  const overlap::sim::analytic_cost_model h100(overlap::sim::h100_node());
   std::cout << "-- simulated on an H100 node, each family alone (" << w.num_layers << " layers, "
             << w.micro_batches << " micro-batches) --\n";
   std::printf("%-6s %14s %14s %16s %16s\n", "family", "baseline_us", "overlap_us",

@@ -310,7 +310,7 @@ TEST_CASE("verify: a malformed program is findings, never an exception") {
 }
 
 TEST_CASE("simulate: what verify's structure check rejects is an invalid_argument, never a hang or UB") {
-  const sim::cost_model h100(sim::h100_node());
+  const sim::analytic_cost_model h100(sim::h100_node());
   REQUIRE(simulate_error(pair_step(), h100).empty());
   auto nan = pair_step();
   nan[0].ops[0].flops = std::numeric_limits<double>::quiet_NaN();
@@ -339,7 +339,7 @@ TEST_CASE("a GEMM shape out of range and key fields out of range are refused by 
   // rounding (m = INT64_MAX); m = -128 passed as a GEMM; a coordinate of -7 or INT_MIN, a slot that
   // is no TP GEMM or no op type at all passed verify (and op_type(250) as a slot was named as the
   // op's type).
-  const sim::cost_model h100(sim::h100_node());
+  const sim::analytic_cost_model h100(sim::h100_node());
   struct bad_case {
     const char* what;
     void (*apply)(sc::op&);
@@ -447,7 +447,7 @@ TEST_CASE("structure_check: its quick test passes no op that the rule-by-rule ch
 
 TEST_CASE("a program may declare INT_MAX events: the checks, the order, simulate and verify hold none per event") {
   // num_events is a bound, not a count: a table per declared event would be 17 GB here.
-  const sim::cost_model h100(sim::h100_node());
+  const sim::analytic_cost_model h100(sim::h100_node());
   auto step = pair_step();
   for (auto& p : step) {
     p.num_events = INT_MAX;
@@ -464,7 +464,7 @@ TEST_CASE("a program may declare INT_MAX events: the checks, the order, simulate
 }
 
 TEST_CASE("simulate: ranks that disagree on a collective hang with a wait-for graph, as on NCCL") {
-  const sim::cost_model h100(sim::h100_node());
+  const sim::analytic_cost_model h100(sim::h100_node());
   auto kind = pair_step();
   kind[1].ops[1].coll = sc::collective::all_gather;
   const sim::result k = sim::simulate(kind, h100);
@@ -488,17 +488,17 @@ TEST_CASE("simulate: ranks that disagree on a collective hang with a wait-for gr
 
 namespace {
 /// A cost model that answers `us` for every compute op.
-class fixed_cost : public sim::cost_model {
+class fixed_cost : public sim::adjusted_cost_model {
  public:
-  explicit fixed_cost(double us) : cost_model(sim::h100_node()), us_(us) {}
+  explicit fixed_cost(double us) : adjusted_cost_model(sim::h100_node()), us_(us) {}
   double compute_us(const sc::op&, int) const override { return us_; }
 
  private:
   double us_;
 };
-class bad_comm_cost : public sim::cost_model {
+class bad_comm_cost : public sim::adjusted_cost_model {
  public:
-  bad_comm_cost() : cost_model(sim::h100_node()) {}
+  bad_comm_cost() : adjusted_cost_model(sim::h100_node()) {}
   double comm_us(const sc::op&, const sim::placement&) const override { return -3; }
 };
 }  // namespace
@@ -514,35 +514,35 @@ TEST_CASE("simulate: a cost model's NaN, infinite or negative time names the ran
   CHECK(simulate_error(pair_step(), bad_comm_cost()).find("op 1 (dp_grad_reduce) -3.000000 us") != std::string::npos);
   sim::machine none = sim::h100_node();
   none.sms = 0;
-  CHECK(simulate_error(pair_step(), sim::cost_model(none)).find("the machine needs sms >= 1") != std::string::npos);
+  CHECK(simulate_error(pair_step(), sim::analytic_cost_model(none)).find("the machine needs sms >= 1") != std::string::npos);
   sim::machine eventless = sim::h100_node();
   eventless.event_us = std::numeric_limits<double>::quiet_NaN();
-  CHECK(simulate_error(pair_step(), sim::cost_model(eventless)).find("launch_us and event_us >= 0") != std::string::npos);
+  CHECK(simulate_error(pair_step(), sim::analytic_cost_model(eventless)).find("launch_us and event_us >= 0") != std::string::npos);
   sim::machine clockless = sim::h100_node();
   clockless.sustained_clock_mhz = -1575;
-  CHECK(simulate_error(pair_step(), sim::cost_model(clockless)).find("sustained_clock_mhz must be finite and >= 0") !=
+  CHECK(simulate_error(pair_step(), sim::analytic_cost_model(clockless)).find("sustained_clock_mhz must be finite and >= 0") !=
         std::string::npos);
   clockless.sustained_clock_mhz = std::nan("");
-  CHECK(simulate_error(pair_step(), sim::cost_model(clockless)).find("sustained_clock_mhz must be finite and >= 0") !=
+  CHECK(simulate_error(pair_step(), sim::analytic_cost_model(clockless)).find("sustained_clock_mhz must be finite and >= 0") !=
         std::string::npos);
   // An interference below 0 would run kernels beside communication faster, or backwards in time.
   sim::machine eager = sim::h100_node();
   eager.compute_interference = -2;
-  CHECK(simulate_error(pair_step(), sim::cost_model(eager)).find("compute_interference must be finite and >= 0") !=
+  CHECK(simulate_error(pair_step(), sim::analytic_cost_model(eager)).find("compute_interference must be finite and >= 0") !=
         std::string::npos);
   eager = sim::h100_node();
   eager.comm_interference = std::numeric_limits<double>::infinity();
-  CHECK(simulate_error(pair_step(), sim::cost_model(eager)).find("(it has inf and 0.05") != std::string::npos);
+  CHECK(simulate_error(pair_step(), sim::analytic_cost_model(eager)).find("(it has inf and 0.05") != std::string::npos);
 }
 
 namespace {
 /// A cost model that simulates again, in the workspace of the simulation that asks it.
-class reentrant_cost : public sim::cost_model {
+class reentrant_cost : public sim::adjusted_cost_model {
  public:
-  explicit reentrant_cost(sim::workspace& space) : cost_model(sim::h100_node()), space_(&space) {}
+  explicit reentrant_cost(sim::workspace& space) : adjusted_cost_model(sim::h100_node()), space_(&space) {}
   double compute_us(const sc::op& o, int sms) const override {
-    (void)sim::simulate(pair_step(), sim::cost_model(sim::h100_node()), {.reuse = space_});
-    return cost_model::compute_us(o, sms);
+    (void)sim::simulate(pair_step(), sim::analytic_cost_model(sim::h100_node()), {.reuse = space_});
+    return adjusted_cost_model::compute_us(o, sms);
   }
 
  private:
@@ -557,7 +557,7 @@ TEST_CASE("simulate: a workspace in use by another simulation is refused, and fr
                        doctest::Contains("options::reuse names a workspace another simulation is using"),
                        std::invalid_argument);
   // The refused call let go of nothing it did not hold, and the failed one let go of the workspace.
-  const sim::cost_model h100(sim::h100_node());
+  const sim::analytic_cost_model h100(sim::h100_node());
   CHECK(sim::simulate(pair_step(), h100, {.reuse = &space}).step_time_us ==
         sim::simulate(pair_step(), h100).step_time_us);
 }

@@ -8,7 +8,7 @@
 #include <overlap/plan/plan.hpp>
 #include <overlap/sim/machine/blackwell.hpp>
 #include <overlap/sim/machine/presets.hpp>
-#include <overlap/sim/cost/cost_model.hpp>
+#include <overlap/sim/cost/analytic.hpp>
 
 namespace ov = overlap;
 namespace sc = overlap::schedule;
@@ -53,7 +53,7 @@ TEST_CASE("the presets hold the published figures") {
 TEST_CASE("a large bf16 GEMM runs at the measured B200 throughput at the benchmark's clock") {
   ov::sim::machine bench = ov::sim::b200_node();
   bench.sustained_clock_mhz = bench.benchmark_clock_mhz;
-  const ov::sim::cost_model b200(bench);
+  const ov::sim::analytic_cost_model b200(bench);
   sc::op o;
   o.kind = sc::op_kind::compute;
   o.key.type = sc::op_type::fc1_fprop;
@@ -82,7 +82,7 @@ TEST_CASE("a step simulates on each preset, and an NVL72 rack keeps tp x dp = 64
   const ov::sim::machine machines[] = {ov::sim::b200_node(), ov::sim::b300_node(), ov::sim::gb200_nvl72(),
                                        ov::sim::gb300_nvl72()};
   for (int i = 0; i < 4; ++i) {
-    const ov::plan::class_simulation run = ov::plan::simulate_by_class(s, w, ov::sim::cost_model(machines[i]));
+    const ov::plan::class_simulation run = ov::plan::simulate_by_class(s, w, ov::sim::analytic_cost_model(machines[i]));
     CAPTURE(machines[i].name);
     CHECK_FALSE(run.simulated.deadlock);
     step[i] = run.simulated.step_time_us;

@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include <overlap/sim/cost/cost_model.hpp>
+#include <overlap/sim/cost/analytic.hpp>
 #include <overlap/sim/machine/machine.hpp>
 
 namespace sc = overlap::schedule;
@@ -30,7 +30,7 @@ overlap::sim::machine analytic_h100() {
 TEST_CASE("square GEMMs run at about the measured H100 cuBLAS throughput at the benchmark's clock") {
   overlap::sim::machine bench = analytic_h100();
   bench.sustained_clock_mhz = bench.benchmark_clock_mhz;  // a short benchmark run: no power limit
-  const overlap::sim::cost_model h100(bench);
+  const overlap::sim::analytic_cost_model h100(bench);
   // bf16 TFLOP/s measured by zzc0721/torch-performance-test-data issue #79 (cited in machine.hpp).
   const struct {
     std::int64_t size;
@@ -47,7 +47,7 @@ TEST_CASE("square GEMMs run at about the measured H100 cuBLAS throughput at the 
 }
 
 TEST_CASE("a small m x n with a long k splits k over the idle SMs, and fewer SMs never make it faster") {
-  const overlap::sim::cost_model h100(analytic_h100());
+  const overlap::sim::analytic_cost_model h100(analytic_h100());
   const overlap::sim::machine& m = h100.machine();
   // A ring-exchange chunk of a tp8 QKV GEMM: 512 of 4,096 tokens, 768 outputs, k 4,096: 12 tiles.
   const sc::op chunk = gemm(512, 768, 4096);
@@ -73,7 +73,7 @@ TEST_CASE("a small m x n with a long k splits k over the idle SMs, and fewer SMs
   // Without a k tile the machine has no split-K.
   overlap::sim::machine no_split = m;
   no_split.gemm_tile_k = 0;
-  CHECK(overlap::sim::cost_model(no_split).waves_of(chunk, 132).split == 1);
+  CHECK(overlap::sim::analytic_cost_model(no_split).waves_of(chunk, 132).split == 1);
 }
 
 TEST_CASE("a training step's compute-bound time follows the sustained clock, memory-bound time does not") {
@@ -82,7 +82,7 @@ TEST_CASE("a training step's compute-bound time follows the sustained clock, mem
   bench.sustained_clock_mhz = 0;  // the benchmarks' clock throughout
   CHECK(trained.clock_ratio() == doctest::Approx(1575.0 / 1980.0));
   CHECK(bench.clock_ratio() == 1);
-  const overlap::sim::cost_model at_limit(trained), benchmark(bench);
+  const overlap::sim::analytic_cost_model at_limit(trained), benchmark(bench);
   sc::op attention;
   attention.kind = sc::op_kind::compute;
   attention.key.type = sc::op_type::attn_core_fprop;

@@ -50,7 +50,7 @@ TEST_CASE("buckets pack whole tensors in reverse order and close at bucket_size"
 namespace {
 /// The communication time of op `o` of `p` on an H100 node, as the simulator charges it.
 double comm_time(const sc::program& p, const sc::op& o) {
-  const ov::sim::cost_model h100(ov::sim::h100_node());
+  const ov::sim::analytic_cost_model h100(ov::sim::h100_node());
   return h100.comm_us(o, static_cast<int>(p.comms[static_cast<std::size_t>(o.comm)].ranks.size()), false);
 }
 std::vector<const sc::op*> ops_of(const sc::program& p, sc::op_type type) {
@@ -67,7 +67,7 @@ TEST_CASE("bucket_size changes the buckets, the program and the exposed DP time"
   // hardware queue, as Megatron's launch scripts set it: each reduction starts when the GEMM
   // before it in issue order ends (see the next test for eight).
   sc::workload w{.num_layers = 8, .micro_batches = 2, .seq_length = 4096, .vocab_size = 1024};
-  const ov::sim::cost_model h100(ov::sim::h100_node());
+  const ov::sim::analytic_cost_model h100(ov::sim::h100_node());
   const auto run = [&](auto cfg) {
     using c = decltype(cfg);
     const auto step = step_of<c>(w);
@@ -111,7 +111,7 @@ TEST_CASE("with DP overlap and a compute-bound backward only the last buckets' r
 
   // One hardware queue (as Megatron's launch scripts set it): each reduction is dispatched when
   // the GEMM before it in issue order ends and runs spread beside the next one.
-  const ov::sim::cost_model h100(ov::sim::h100_node());
+  const ov::sim::analytic_cost_model h100(ov::sim::h100_node());
   const auto o = ov::sim::simulate(o_step, h100, {.cuda_device_max_connections = 1});
   const auto s = ov::sim::simulate(s_step, h100, {.cuda_device_max_connections = 1});
   REQUIRE_FALSE(o.deadlock);
@@ -147,7 +147,7 @@ TEST_CASE("param all-gathers are prefetched one bucket ahead with the distribute
   const auto step = step_of<cfg>(w);
   INFO(ov::verify::verify_report(step));
   CHECK(ov::verify::verify(step).empty());
-  const auto r = ov::sim::simulate(step, ov::sim::cost_model(ov::sim::h100_node()));
+  const auto r = ov::sim::simulate(step, ov::sim::analytic_cost_model(ov::sim::h100_node()));
   REQUIRE_FALSE(r.deadlock);
   // Exposed: the first gather, the last reductions, and what of a prefetched gather one bucket's
   // forward cannot hide; far from all of it.
@@ -162,7 +162,7 @@ TEST_CASE("param all-gathers are prefetched one bucket ahead with the distribute
   CHECK(r.exposed_comm_us[dp_family] < 0.6 * r.comm_us[dp_family]);
   using no_overlap = ov::config<ov::dp<8>, ov::distributed_optimizer<>, ov::num_buckets<4>,
                                 ov::overlap_grad_reduce<false>, ov::overlap_param_gather<false>>;
-  const auto serial = ov::sim::simulate(step_of<no_overlap>(w), ov::sim::cost_model(ov::sim::h100_node()));
+  const auto serial = ov::sim::simulate(step_of<no_overlap>(w), ov::sim::analytic_cost_model(ov::sim::h100_node()));
   CHECK(serial.exposed_comm_us[dp_family] == doctest::Approx(serial.comm_us[dp_family]));
 }
 
@@ -199,7 +199,7 @@ TEST_CASE("with a pipeline only the first stage reduces during its last backward
   // reductions held its one hardware queue ahead of its last send).
   ov::settings off = s;
   off.overlap_grad_reduce = false;
-  const ov::sim::cost_model h100(ov::sim::h100_node());
+  const ov::sim::analytic_cost_model h100(ov::sim::h100_node());
   const double with = ov::sim::simulate(step, h100).step_time_us;
   const double without = ov::sim::simulate(sc::compose_step(off, ov::derive(off), w), h100).step_time_us;
   CHECK(with <= without * 1.001);

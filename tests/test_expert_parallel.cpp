@@ -42,7 +42,7 @@ ov::sim::result run(const sc::workload& w, std::vector<sc::program>* keep = null
   const std::string problems = ov::verify::verify_report(step);
   INFO(problems);
   CHECK(problems.empty());
-  auto r = ov::sim::simulate(step, ov::sim::cost_model(ov::sim::h100_node()));
+  auto r = ov::sim::simulate(step, ov::sim::analytic_cost_model(ov::sim::h100_node()));
   if (keep) *keep = std::move(step);
   return r;
 }
@@ -212,7 +212,7 @@ TEST_CASE("dense layers among MoE layers (moe_layer_freq): their MLP is the gate
     CHECK(dense_a2a == 0);
     CHECK(moe_a2a > 0);
     CHECK(dense_experts == 0);
-    const auto r = ov::sim::simulate(step, ov::sim::cost_model(ov::sim::h100_node()));
+    const auto r = ov::sim::simulate(step, ov::sim::analytic_cost_model(ov::sim::h100_node()));
     CHECK_FALSE(r.deadlock);
     return r.step_time_us;
   };

@@ -79,7 +79,7 @@ TEST_CASE("a ring exchange without its NCCL group hangs, and the verifier shows 
   REQUIRE(found.size() == 1);
   CHECK(found[0].reason.find("dependency cycle") != std::string::npos);
   CHECK(found[0].reason.find("tp_ring_send") != std::string::npos);
-  CHECK(ov::sim::simulate(step, ov::sim::cost_model(ov::sim::h100_node())).deadlock);
+  CHECK(ov::sim::simulate(step, ov::sim::analytic_cost_model(ov::sim::h100_node())).deadlock);
 }
 
 TEST_CASE("the old ring-exchange all-gather, whose first send did not wait for its input, is a race") {

@@ -121,7 +121,7 @@ std::vector<plan_outcome> run(const grid_point& g, const ov::sim::cost_model& co
 }  // namespace
 
 TEST_CASE("generated programs of a grid of valid layouts verify and simulate to completion") {
-  const ov::sim::cost_model h100(ov::sim::h100_node());
+  const ov::sim::analytic_cost_model h100(ov::sim::h100_node());
   const sc::workload w{.num_layers = 8, .micro_batches = 4, .seq_length = 1024, .hidden_size = 1024,
                        .ffn_hidden_size = 3584, .moe_router_topk = 2, .moe_ffn_hidden_size = 512};
   const std::vector<grid_point> grid = valid_grid();

@@ -58,7 +58,7 @@ TEST_CASE("the most specific matching pattern times an op, unmatched ops keep th
         {"fc1_fprop l0", 700.0}}},
       {"comm_us", {{"tp_all_gather", 20.0}, {"tp_all_gather qkv_fprop mb*", 40.0}, {"dp_grad_reduce", 3120.0}}}};
   const sim::measured_cost_model m(h100, doc);
-  const sim::cost_model analytic(h100);
+  const sim::analytic_cost_model analytic(h100);
   CHECK(m.measured() == 8);
   const int sms = h100.sms;
 

@@ -103,7 +103,7 @@ TEST_CASE("with tp, MLA gathers its latents and keeps its down projections whole
   // fc1 131,072, fc2 65,536 = 252,512. Reduced in bf16 over dp 2.
   CHECK(reduced_bytes(p) == 2 * (2 * 128'000 + 256 + 2 * 252'512));
   // The simulator runs it.
-  CHECK(ov::sim::simulate(step, ov::sim::cost_model(ov::sim::h100_node())).step_time_us > 0);
+  CHECK(ov::sim::simulate(step, ov::sim::analytic_cost_model(ov::sim::h100_node())).step_time_us > 0);
 }
 
 TEST_CASE("recompute_modules mla_up_proj repeats the up projections before the attention backward") {

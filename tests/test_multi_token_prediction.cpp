@@ -113,7 +113,7 @@ TEST_CASE("MTP on the last stage of an interleaved tp pipeline with experts and 
       CHECK(gathered == 256 * 1024 * 2 + 256 * 512 * 2);
     }
   }
-  const auto r = ov::sim::simulate(step, ov::sim::cost_model(ov::sim::h100_node()));
+  const auto r = ov::sim::simulate(step, ov::sim::analytic_cost_model(ov::sim::h100_node()));
   CHECK_FALSE(r.deadlock);
   CHECK(r.step_time_us > 0);
 }

@@ -351,7 +351,7 @@ TEST_CASE("fp8 GEMMs keep their inputs in a byte: the norms' outputs, the projec
 TEST_CASE("the timelines show memory: Perfetto counters per rank, a lane in the picture") {
   using tp2 = ov::config<ov::tp<2>, ov::sequence_parallel<>, ov::tp_comm_overlap<>, bf16>;
   const auto step = tp2::schedule::generate(small_gqa());
-  const ov::sim::cost_model h100(ov::sim::h100_node());
+  const ov::sim::analytic_cost_model h100(ov::sim::h100_node());
   const ov::sim::result r = ov::sim::simulate(step, h100);
   std::ostringstream trace, svg;
   ov::trace::write_chrome_trace(trace, step, r);
@@ -434,6 +434,6 @@ TEST_CASE("ep_overlap_early_attn_memory_release: attention backward before the e
   CHECK(kept_a - kept_b == freed - 128 * 256 * 2);
   CHECK(ov::sim::peak_in_issue_order(b[0]).bytes == ov::sim::peak_in_issue_order(a[0]).bytes);
   // And the simulator runs it.
-  const ov::sim::cost_model h100(ov::sim::h100_node());
+  const ov::sim::analytic_cost_model h100(ov::sim::h100_node());
   CHECK_FALSE(ov::sim::simulate(b, h100).deadlock);
 }

@@ -42,7 +42,7 @@ TEST_CASE("1F1B: warm-up forwards, then one forward and one backward, then the d
 }
 
 TEST_CASE("the 1F1B pipeline verifies and its bubble is (p - 1) / (m + p - 1)") {
-  const ov::sim::cost_model h100(ov::sim::h100_node());
+  const ov::sim::analytic_cost_model h100(ov::sim::h100_node());
   const auto check_depth = [&](const ov::settings& s, const ov::resolved_settings& r, int stages) {
     for (const int m : {1, 4, 8}) {
       sc::workload w;
@@ -107,7 +107,7 @@ double simulated_bubble(const std::vector<sc::program>& step, const ov::sim::cos
 }  // namespace
 
 TEST_CASE("interleaved 1F1B verifies and its bubble is (p - 1) / (v m + p - 1)") {
-  const ov::sim::cost_model h100(ov::sim::h100_node());
+  const ov::sim::analytic_cost_model h100(ov::sim::h100_node());
   const auto check = [&](const ov::settings& s, int stages, int chunks) {
     const ov::resolved_settings r = ov::derive(s);
     for (const int m : {stages, 2 * stages, 4 * stages}) {
@@ -141,7 +141,7 @@ TEST_CASE("overlap_p2p_comm hides the pipeline transfers that batch_p2p_comm exp
   // partner hold cost about as much as hiding it gains.
   ov::sim::machine one_gpu_nodes = ov::sim::h100_node();
   one_gpu_nodes.gpus_per_node = 1;
-  const ov::sim::cost_model h100(one_gpu_nodes);
+  const ov::sim::analytic_cost_model h100(one_gpu_nodes);
   using overlapped = ov::config<ov::pp<4>, ov::vpp<2>>;
   using batched = ov::config<ov::pp<4>, ov::vpp<2>, ov::overlap_p2p_comm<false>, ov::batch_p2p_comm<true>>;
   sc::workload w;

@@ -138,7 +138,7 @@ TEST_CASE("an uneven pipeline's step: each stage runs its own layers, verifies a
     CAPTURE(p);
     CHECK(qkv == layers[static_cast<std::size_t>(p)] * w.micro_batches);
   }
-  const ov::sim::result res = ov::sim::simulate(step, ov::sim::cost_model(ov::sim::h100_node()));
+  const ov::sim::result res = ov::sim::simulate(step, ov::sim::analytic_cost_model(ov::sim::h100_node()));
   CHECK_FALSE(res.deadlock);
   // Split evenly, the same model fails: 9 is not a multiple of 8.
   w.pipeline_layout.clear();

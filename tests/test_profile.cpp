@@ -16,7 +16,7 @@
 
 #include <overlap/overlap.hpp>
 #include <overlap/schedule/step.hpp>
-#include <overlap/sim/cost/cost_model.hpp>
+#include <overlap/sim/cost/analytic.hpp>
 #include <overlap/sim/machine/machine.hpp>
 #include <overlap/sim/machine/profile_json.hpp>
 #include <overlap/sim/simulate.hpp>
@@ -83,10 +83,10 @@ std::string profile_error(const nlohmann::json& doc, const std::string& source =
 }  // namespace
 
 TEST_CASE("every GEMM measured on the H200 is predicted within x1.25, and within x1.10 on geometric mean") {
-  // What the sweep measured is an eager call's time (cost_model::eager_us, profile_model.hpp):
+  // What the sweep measured is an eager call's time (analytic_cost_model::eager_us, profile_model.hpp):
   // the GPU's where the work is past the floor, the host's below it. The simulator's GPU time
   // (compute_us) equals it where the GPU set the pace, and is shorter where the host did.
-  const sim::cost_model h200(burst());
+  const sim::analytic_cost_model h200(burst());
   const sim::profile_model& profiled = *h200.profiled();
   errors e;
   int gpu_bound = 0;
@@ -114,7 +114,7 @@ TEST_CASE("every GEMM measured on the H200 is predicted within x1.25, and within
 }
 
 TEST_CASE("every grouped expert GEMM measured on the H200 is predicted within x1.25") {
-  const sim::cost_model h200(burst());
+  const sim::analytic_cost_model h200(burst());
   const std::map<std::string, std::pair<std::int64_t, std::int64_t>> shapes{{"deepseek_v3", {7168, 2048}},
                                                                             {"gpt_oss_120b", {2880, 2880}}};
   errors e;
@@ -144,7 +144,7 @@ TEST_CASE("every grouped expert GEMM measured on the H200 is predicted within x1
 
 TEST_CASE("every attention measured on the H200 is predicted within x1.25, for each backend") {
   for (const char* backend : {"cudnn", "flash"}) {
-    const sim::cost_model h200(burst(backend));
+    const sim::analytic_cost_model h200(burst(backend));
     const std::string name = std::string(backend) == "cudnn" ? "CUDNN_ATTENTION" : "FLASH_ATTENTION";
     errors e;
     for (const nlohmann::json& r : rows("attention.jsonl")) {
@@ -189,7 +189,7 @@ TEST_CASE("GEMMs between grid points: each interior grid line held out is predic
             if ((axis == 0 ? i : axis == 1 ? j : l) != drop) held->gemm.us.push_back(full.gemm.at(i, j, l));
       sim::machine m = burst();
       m.profile = held;
-      const sim::cost_model model(m);
+      const sim::analytic_cost_model model(m);
       for (std::size_t i = 0; i < full.gemm.m.size(); ++i)
         for (std::size_t j = 0; j < full.gemm.n.size(); ++j)
           for (std::size_t l = 0; l < full.gemm.k.size(); ++l) {
@@ -218,7 +218,7 @@ TEST_CASE("grouped GEMMs of a model the profile has not measured: each model pre
     held->grouped_gemm = other;
     sim::machine m = burst();
     m.profile = held;
-    const sim::cost_model model(m);
+    const sim::analytic_cost_model model(m);
     CAPTURE(hidden);
     CHECK(own.size() == 14);
     for (const sim::grouped_gemm_entry& g : own) {
@@ -240,7 +240,7 @@ TEST_CASE("the built-in H200 profile is data/profiles/h200.json, and a profile s
 }
 
 TEST_CASE("a profile's GEMMs: the power cap, the floor, fewer SMs, and shapes beyond the grid") {
-  const sim::cost_model sustained(sim::h200_node()), short_runs(burst());
+  const sim::analytic_cost_model sustained(sim::h200_node()), short_runs(burst());
   const sim::profile& p = *sim::h200_profile();
   // 8192^3 ran at 753 TFLOP/s in the sweep; at the power limit no GEMM beats the sustained rate.
   const sc::op big = gemm(8192, 8192, 8192);
@@ -252,7 +252,7 @@ TEST_CASE("a profile's GEMMs: the power cap, the floor, fewer SMs, and shapes be
   sim::machine no_profile = burst();
   no_profile.profile = nullptr;
   CHECK(short_runs.compute_us(gemm(64, 64, 64), 132) ==
-        doctest::Approx(sim::cost_model(no_profile).compute_us(gemm(64, 64, 64), 132)).epsilon(0.05));
+        doctest::Approx(sim::analytic_cost_model(no_profile).compute_us(gemm(64, 64, 64), 132)).epsilon(0.05));
   CHECK(short_runs.compute_us(gemm(64, 64, 64), 132) < 5);
   CHECK(short_runs.compute_us(gemm(1024, 1024, 1024), 132) < 20);
   // Beyond the grid a shape keeps the edge's efficiency: twice the k, twice the time.
@@ -280,7 +280,7 @@ TEST_CASE("a profile's GEMMs: the power cap, the floor, fewer SMs, and shapes be
 }
 
 TEST_CASE("the H100 preset computes as the H200 profile with the H100's memory") {
-  const sim::cost_model h100(sim::h100_node()), h200(sim::h200_node());
+  const sim::analytic_cost_model h100(sim::h100_node()), h200(sim::h200_node());
   CHECK(h100.machine().profile == h200.machine().profile);
   CHECK(h100.compute_us(gemm(8192, 8192, 8192), 132) == h200.compute_us(gemm(8192, 8192, 8192), 132));
   sc::op norm;
@@ -295,11 +295,11 @@ TEST_CASE("the H100 preset computes as the H200 profile with the H100's memory")
   sim::machine other = sim::h200_node();
   other.attention_backend = "triton";
   const sc::op fwd = problem(sc::op_type::attn_core_fprop, 8192, 8192, 128, 32, 2.0 * 8192 * 8192 * 32 * 128);
-  const sim::cost_model no_table(other);
+  const sim::analytic_cost_model no_table(other);
   sim::machine analytic = other;
   analytic.profile = nullptr;
   analytic.memory_bytes_per_us = other.memory_bytes_per_us;
-  CHECK(no_table.compute_us(fwd, 132) == sim::cost_model(analytic).compute_us(fwd, 132));
+  CHECK(no_table.compute_us(fwd, 132) == sim::analytic_cost_model(analytic).compute_us(fwd, 132));
 }
 
 TEST_CASE("the two-stream probe sets the SM model of the H200 and H100 presets") {
@@ -371,7 +371,7 @@ TEST_CASE("a profile's problems are named by their JSON paths, all at once") {
   auto broken = std::make_shared<sim::profile>(*sim::h200_profile());
   broken->gemm.us.pop_back();
   bad.profile = broken;
-  CHECK_THROWS_WITH_AS(sim::cost_model{bad}, doctest::Contains("gemm.us: 349 times for a grid of 350 points"),
+  CHECK_THROWS_WITH_AS(sim::analytic_cost_model{bad}, doctest::Contains("gemm.us: 349 times for a grid of 350 points"),
                        std::invalid_argument);
 }
 
@@ -398,7 +398,7 @@ TEST_CASE("a profile file made by hand plans a step: its SMs, host costs and GEM
         log_ratio += std::log(us / base(a, b, c)) / 8;
       }
   const double want = base(2048, 2048, 2048) * std::exp(log_ratio);
-  const sim::cost_model cost(m);
+  const sim::analytic_cost_model cost(m);
   CHECK(cost.compute_us(gemm(2048, 2048, 2048), 100) == doctest::Approx(want).epsilon(1e-9));
   // A one-rank program of that GEMM: the host launches it, then the GPU runs it.
   sc::program prog;

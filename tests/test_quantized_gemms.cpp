@@ -10,7 +10,7 @@
 #include <overlap/overlap.hpp>
 #include <overlap/schedule/step.hpp>
 #include <overlap/sim/machine/blackwell.hpp>
-#include <overlap/sim/cost/cost_model.hpp>
+#include <overlap/sim/cost/analytic.hpp>
 #include <overlap/sim/simulate.hpp>
 
 namespace ov = overlap;
@@ -65,7 +65,7 @@ TEST_CASE("a quantized GEMM runs at the machine's speedup, its module's memory-b
   // proj_fprop of 8192^3 with 1 MB of module bytes on a B200: the GEMM's bf16 time over 1.42 in
   // fp8 (MXFP8, casts included), over 1.81 in fp4; the module's bytes at the memory-bound kernels'
   // 7.7 TB/s x 0.876 either way.
-  const ov::sim::cost_model b200(ov::sim::b200_node());
+  const ov::sim::analytic_cost_model b200(ov::sim::b200_node());
   const double memory = 1e6 / (7.7e6 * 0.876);
   const auto with_bytes = [](sc::op o) {
     o.memory_bytes = 1'000'000;
@@ -78,7 +78,7 @@ TEST_CASE("a quantized GEMM runs at the machine's speedup, its module's memory-b
   CHECK(b200.compute_us(with_bytes(gemm(sc::op_type::proj_fprop, sc::gemm_format::fp4, 8192, 8192, 8192)), 148) ==
         doctest::Approx((native - memory) / 1.81 + memory));
   // On the H200 profile: the measured bf16 time over 1.58 (current scaling, casts included).
-  const ov::sim::cost_model h200(ov::sim::h200_node());
+  const ov::sim::analytic_cost_model h200(ov::sim::h200_node());
   const double measured = h200.compute_us(gemm(sc::op_type::fc2_dgrad, sc::gemm_format::native, 8192, 8192, 8192), 132);
   CHECK(h200.compute_us(gemm(sc::op_type::fc2_dgrad, sc::gemm_format::fp8, 8192, 8192, 8192), 132) ==
         doctest::Approx(measured / 1.58));
@@ -94,7 +94,7 @@ TEST_CASE("a quantized GEMM runs at the machine's speedup, its module's memory-b
 }
 
 TEST_CASE("fp4 on Hopper is refused, naming the format and the machine") {
-  const ov::sim::cost_model h100(ov::sim::h100_node());
+  const ov::sim::analytic_cost_model h100(ov::sim::h100_node());
   CHECK_THROWS_WITH_AS(h100.compute_us(gemm(sc::op_type::fc1_fprop, sc::gemm_format::fp4, 4096, 4096, 4096), 132),
                        doctest::Contains("fp4, which the machine h100 has no tensor cores"), std::invalid_argument);
   const auto step = moe<ov::fp4<>>::schedule::generate(small_moe());
@@ -102,7 +102,7 @@ TEST_CASE("fp4 on Hopper is refused, naming the format and the machine") {
 }
 
 TEST_CASE("a step is faster in fp8 than in bf16, and faster in fp4 than in fp8") {
-  const ov::sim::cost_model b200(ov::sim::b200_node());
+  const ov::sim::analytic_cost_model b200(ov::sim::b200_node());
   const double bf16 = ov::sim::simulate(moe<>::schedule::generate(small_moe()), b200).step_time_us;
   const double fp8 = ov::sim::simulate(moe<ov::fp8<>>::schedule::generate(small_moe()), b200).step_time_us;
   const double fp4 = ov::sim::simulate(moe<ov::fp4<>>::schedule::generate(small_moe()), b200).step_time_us;

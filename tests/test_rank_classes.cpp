@@ -62,10 +62,10 @@ sc::workload workload_of(const layout_case& c) {
   return w;
 }
 
-ov::sim::cost_model cost_of(int gpus_per_node) {
+ov::sim::analytic_cost_model cost_of(int gpus_per_node) {
   ov::sim::machine m = ov::sim::h100_node();
   m.gpus_per_node = gpus_per_node;
-  return ov::sim::cost_model(m);
+  return ov::sim::analytic_cost_model(m);
 }
 
 }  // namespace

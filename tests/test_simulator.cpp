@@ -62,7 +62,7 @@ const sim::interval& interval_of(const sim::result& r, int rank, int op) {
 }  // namespace
 
 TEST_CASE("a collective on its own stream overlaps compute, on the compute stream it does not") {
-  const sim::cost_model cost(toy());
+  const sim::analytic_cost_model cost(toy());
   std::vector<sc::program> overlapped, serial;
   for (int rank = 0; rank < 2; ++rank) {
     overlapped.push_back(two_rank_program(rank, 2, {gemm(0, 0), all_reduce(1, 0, 0, 0)}));
@@ -90,7 +90,7 @@ TEST_CASE("compute beside communication runs slower by the traffic the transfers
   sim::machine m = toy();
   m.compute_interference = 0.2;
   const auto gemm_end = [](const sim::machine& machine, std::vector<sc::program> step) {
-    const sim::result r = sim::simulate(step, sim::cost_model(machine));
+    const sim::result r = sim::simulate(step, sim::analytic_cost_model(machine));
     REQUIRE_FALSE(r.deadlock);
     return interval_of(r, 0, 0).end_us;
   };
@@ -119,14 +119,14 @@ TEST_CASE("compute beside communication runs slower by the traffic the transfers
   std::vector<sc::program> after;
   for (int rank = 0; rank < 2; ++rank)
     after.push_back(two_rank_program(rank, 1, {all_reduce(0, 0, 0, 0), gemm(0, 0)}));
-  const sim::result r = sim::simulate(after, sim::cost_model(m));
+  const sim::result r = sim::simulate(after, sim::analytic_cost_model(m));
   CHECK(interval_of(r, 0, 1).end_us - interval_of(r, 0, 1).start_us == doctest::Approx(10.0));
 }
 
 TEST_CASE("one hardware queue blocks an independent collective behind an event wait") {
   // stream 0: gemm, record e0; stream 1: wait e0, all-reduce; stream 2: an independent all-reduce
   // issued last. With 8 queues it runs at once; with 1 it waits behind the blocked wait.
-  const sim::cost_model cost(toy());
+  const sim::analytic_cost_model cost(toy());
   std::vector<sc::program> step;
   for (int rank = 0; rank < 2; ++rank)
     step.push_back(two_rank_program(rank, 3, {gemm(0, 0),
@@ -142,7 +142,7 @@ TEST_CASE("one hardware queue blocks an independent collective behind an event w
 }
 
 TEST_CASE("a collective transfers only when every member has launched it") {
-  const sim::cost_model cost(toy());
+  const sim::analytic_cost_model cost(toy());
   std::vector<sc::program> step{
       two_rank_program(0, 2, {all_reduce(1, 0, 0, 0)}),
       two_rank_program(1, 2, {gemm(1, 1, 3e9), all_reduce(1, 0, 0, 0)})};
@@ -156,7 +156,7 @@ TEST_CASE("a collective transfers only when every member has launched it") {
 TEST_CASE("the host pays the launch cost per op and stops at a host sync") {
   sim::machine m = toy();
   m.launch_us = 2;
-  const sim::cost_model cost(m);
+  const sim::analytic_cost_model cost(m);
   std::vector<sc::program> step;
   for (int rank = 0; rank < 2; ++rank)
     step.push_back(two_rank_program(rank, 1, {gemm(0, 0), sc::op{.kind = sc::op_kind::host_sync},
@@ -168,7 +168,7 @@ TEST_CASE("the host pays the launch cost per op and stops at a host sync") {
 }
 
 TEST_CASE("collectives issued in opposite orders hang, and the wait-for graph says where") {
-  const sim::cost_model cost(toy());
+  const sim::analytic_cost_model cost(toy());
   std::vector<sc::program> step{
       two_rank_program(0, 1, {all_reduce(0, 0, 0, 0), all_reduce(0, 1, 0, 1)}),
       two_rank_program(1, 1, {all_reduce(0, 1, 0, 1), all_reduce(0, 0, 0, 0)})};
@@ -181,7 +181,7 @@ TEST_CASE("collectives issued in opposite orders hang, and the wait-for graph sa
 }
 
 TEST_CASE("links: across nodes the network's bandwidth applies") {
-  const sim::cost_model cost(toy());
+  const sim::analytic_cost_model cost(toy());
   std::vector<sc::program> step;
   for (const int rank : {0, 8}) {
     sc::program p = two_rank_program(rank, 1, {all_reduce(0, 0, 0, 0)});
@@ -193,7 +193,7 @@ TEST_CASE("links: across nodes the network's bandwidth applies") {
 }
 
 TEST_CASE("links: concurrent transfers on one link share its bandwidth") {
-  const sim::cost_model cost(toy());
+  const sim::analytic_cost_model cost(toy());
   // Two 10 us all-reduces between the same two ranks on two streams and communicators: together
   // they load each rank's NVLink twice, so both take 20 us. Staggered: the second starts after a
   // GEMM of 5 us on the 90 SMs the first leaves (t2 = 50/9 us); the first has t2 of its work done
@@ -217,7 +217,7 @@ TEST_CASE("links: concurrent transfers on one link share its bandwidth") {
 }
 
 TEST_CASE("links: a rank that computes alone launches at its own time, in the others' order") {
-  const sim::cost_model cost(toy());
+  const sim::analytic_cost_model cost(toy());
   // Rank 2 computes five 1 us GEMMs with no communication in flight (it runs ahead of the others
   // in the event loop), then an all-reduce B with rank 1 (10 us alone), then a last GEMM. Ranks 0
   // and 1 run all-reduce A (8 us alone) from 0, and after a 2 us GEMM (on the SMs the comm
@@ -270,7 +270,7 @@ TEST_CASE("a compute chain starts each op when the one before ends, its issue, o
       step.push_back(two_rank_program(rank, 2, ops));
       step.back().streams[1].priority = stream_1_priority;
     }
-    return sim::simulate(step, sim::cost_model(m), {.cuda_device_max_connections = connections});
+    return sim::simulate(step, sim::analytic_cost_model(m), {.cuda_device_max_connections = connections});
   };
   const auto short_gemm = [](int stream, int layer) { return gemm(stream, layer, 1e8); };  // 1 us
   // Issue-bound: GEMMs of 1 us issued every 4 us each start at their issue.
@@ -299,7 +299,7 @@ TEST_CASE("a compute chain starts each op when the one before ends, its issue, o
 TEST_CASE("a host sync on an event waits for that event only") {
   sim::machine m = toy();
   m.launch_us = 2;
-  const sim::cost_model cost(m);
+  const sim::analytic_cost_model cost(m);
   // Without SM contention: stream 0 runs a 10 us GEMM (issued at 2) and records; stream 1 a 20 us
   // one (issued at 6). A sync on the event returns at 12 and the next GEMM is issued at 14; a full
   // host sync returns when the long GEMM ends at 26, and the next GEMM is issued at 28.
@@ -327,16 +327,16 @@ TEST_CASE("each compute op runs for its cost model's time, asked once per shape 
   // Four GEMMs of one shape in layers 0-3 and one twice as long: alone on the GPU, each runs for
   // what the model says of it. The analytic model reads the shape only (its answers are reused);
   // a derived model that reads the layer must be asked for every op.
-  struct by_layer : sim::cost_model {
-    using sim::cost_model::cost_model;
+  struct by_layer : sim::adjusted_cost_model {
+    using sim::adjusted_cost_model::adjusted_cost_model;
     double compute_us(const sc::op& o, int sms) const override {
-      return sim::cost_model::compute_us(o, sms) + o.key.at.layer;
+      return sim::adjusted_cost_model::compute_us(o, sms) + o.key.at.layer;
     }
   };
-  const sim::cost_model analytic(toy());
+  const sim::analytic_cost_model analytic(toy());
   const by_layer derived(toy());
-  REQUIRE(analytic.analytic_compute());
-  REQUIRE_FALSE(derived.analytic_compute());
+  REQUIRE(analytic.compute_reads_inputs_only());
+  REQUIRE_FALSE(derived.compute_reads_inputs_only());
   std::vector<sc::program> step;
   for (int rank = 0; rank < 2; ++rank)
     step.push_back(two_rank_program(rank, 1, {gemm(0, 0), gemm(0, 1), gemm(0, 2), gemm(0, 3), gemm(0, 4, 2e9)}));

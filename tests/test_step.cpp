@@ -82,7 +82,7 @@ TEST_CASE("all four families compose into one verified program per rank") {
 }
 
 TEST_CASE("the composed step with every overlap on hides communication at about the same step time") {
-  const ov::sim::cost_model h100(ov::sim::h100_node());
+  const ov::sim::analytic_cost_model h100(ov::sim::h100_node());
   const auto plan = ov::plan::plan_step(all_four::settings, moe_workload(), h100);
   REQUIRE_FALSE(plan.overlap.deadlock);
   REQUIRE_FALSE(plan.baseline.deadlock);
@@ -154,7 +154,7 @@ TEST_CASE("records are issued late, so one hardware queue does not serialize wha
   CHECK(ops[2].kind == sc::op_kind::record);
   CHECK(ops[3].kind == sc::op_kind::wait);
   CHECK(ov::verify::verify_report(step).empty());
-  const ov::sim::cost_model h100(ov::sim::h100_node());
+  const ov::sim::analytic_cost_model h100(ov::sim::h100_node());
   const auto r = ov::sim::simulate(step, h100, {.cuda_device_max_connections = 1});
   REQUIRE_FALSE(r.deadlock);
   const auto dp = static_cast<std::size_t>(sc::family::dp);
@@ -188,7 +188,7 @@ void check_same(const overlap::sim::result& a, const overlap::sim::result& b) {
 }  // namespace
 
 TEST_CASE("a workspace reused across steps of other sizes and families gives each a fresh simulation's result, with or without intervals") {
-  const overlap::sim::cost_model h100(overlap::sim::h100_node());
+  const overlap::sim::analytic_cost_model h100(overlap::sim::h100_node());
   const auto moe = all_four::schedule::generate(moe_workload());
   sc::workload dense = moe_workload();
   dense.moe_router_topk = dense.moe_ffn_hidden_size = 0;
@@ -226,7 +226,7 @@ TEST_CASE("a generated step carries the connections its config resolved, and sim
   w.moe_router_topk = w.moe_ffn_hidden_size = 0;
   const auto step = tp_overlap::schedule::generate(w);
   for (const auto& p : step) CHECK(p.cuda_device_max_connections == 1);
-  const ov::sim::cost_model h100(ov::sim::h100_node());
+  const ov::sim::analytic_cost_model h100(ov::sim::h100_node());
   const double as_resolved = ov::sim::simulate(step, h100).step_time_us;
   CHECK(as_resolved == ov::sim::simulate(step, h100, {.cuda_device_max_connections = 1}).step_time_us);
   CHECK(as_resolved != ov::sim::simulate(step, h100, {.cuda_device_max_connections = 8}).step_time_us);

@@ -38,14 +38,14 @@ ov::sim::result one_gemm(Build build, int connections = 8) {
   }
   INFO(ov::verify::verify_report(step));
   CHECK(ov::verify::verify(step).empty());
-  return ov::sim::simulate(step, ov::sim::cost_model(ov::sim::h100_node()),
+  return ov::sim::simulate(step, ov::sim::analytic_cost_model(ov::sim::h100_node()),
                            {.cuda_device_max_connections = connections});
 }
 
 /// One ring chunk on an H100 node: a quarter of 4096 tokens x 4096 hidden in bf16 over NVLink.
 double one_chunk_us() {
   const sc::op chunk{.kind = sc::op_kind::send, .bytes = 4096LL * 4096 * 2 / 4, .sms = 0};  // copy engine, as TE
-  return ov::sim::cost_model(ov::sim::h100_node()).comm_us(chunk, 2, false);
+  return ov::sim::analytic_cost_model(ov::sim::h100_node()).comm_us(chunk, 2, false);
 }
 }  // namespace
 
@@ -60,7 +60,7 @@ TEST_CASE("TP overlap: every slot method verifies and shortens the step") {
                           ov::tp_comm_overlap_cfg<ring_reduce_scatter>>;
   using lora = ov::config<ov::tp<4>, ov::sequence_parallel<>, ov::tp_comm_overlap<>, ov::fp8<>, bf16,
                           ov::tp_comm_overlap_cfg<ov::ub::userbuffers_fp8_h100_h16384_tp4_mbs1_seqlen2048_lora>>;
-  const ov::sim::cost_model h100(ov::sim::h100_node());
+  const ov::sim::analytic_cost_model h100(ov::sim::h100_node());
   const auto baseline = ov::sim::simulate(sc::tensor_parallel_step(off::settings, off::resolved, w), h100);
   CHECK(baseline.exposed_comm_us[tp_family] == doctest::Approx(baseline.comm_us[tp_family]));
   using named_step = std::pair<std::string, std::vector<sc::program>>;

@@ -71,7 +71,7 @@ TEST_CASE("the knobs: each overlap knob the layout gives a meaning, the ones the
 }
 
 TEST_CASE("tune: the configuration first, the best found ahead, rejections by rule, independent of threads") {
-  const ov::sim::cost_model cost(ov::sim::h100_node());
+  const ov::sim::analytic_cost_model cost(ov::sim::h100_node());
   const ov::settings s = moe_settings();
   const ov::plan::tune_result one = ov::plan::tune(s, small_moe(), cost, 1);
   const ov::plan::tune_result two = ov::plan::tune(s, small_moe(), cost, 2);

@@ -107,7 +107,7 @@ TEST_CASE("full recompute repeats the forwards of each group right before the gr
   CHECK(repeat < index_of(p, {.type = sc::op_type::fc2_dgrad, .at = {.layer = 3, .micro_batch = 0}}));
   CHECK(index_of(p, {.type = sc::op_type::fc2_fprop, .at = {.layer = 3, .micro_batch = 0}, .recompute = true}) <
         index_of(p, {.type = sc::op_type::fc2_dgrad, .at = {.layer = 3, .micro_batch = 0}}));
-  const ov::sim::cost_model h100(ov::sim::h100_node());
+  const ov::sim::analytic_cost_model h100(ov::sim::h100_node());
   CHECK(ov::sim::simulate(all, h100).compute_us > ov::sim::simulate(none, h100).compute_us);
 }
 

@@ -108,7 +108,7 @@ TEST_CASE("a simulation with the measured costs of a timed DP step runs each op 
   }
   CHECK(compute > 0);
   CHECK(comm > 0);
-  const sim::result before = sim::simulate(step, sim::cost_model(h100), {.unlimited_resources = true});
+  const sim::result before = sim::simulate(step, sim::analytic_cost_model(h100), {.unlimited_resources = true});
   CHECK(r.step_time_us != doctest::Approx(before.step_time_us));
 }
 

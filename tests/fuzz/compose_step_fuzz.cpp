@@ -78,7 +78,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     std::fprintf(stderr, "generated step does not verify:\n%s", report.c_str());
     std::abort();
   }
-  const overlap::sim::cost_model h100(overlap::sim::h100_node());
+  const overlap::sim::analytic_cost_model h100(overlap::sim::h100_node());
   const overlap::sim::result sim = overlap::sim::simulate(step, h100, overlap::plan::options_for(r));
   if (sim.deadlock) {
     std::fprintf(stderr, "generated step hangs:\n%s", sim.wait_for_graph.c_str());

@@ -12,7 +12,7 @@
 #include <string>
 #include <unistd.h>
 
-#include <overlap/sim/cost/cost_model.hpp>
+#include <overlap/sim/cost/analytic.hpp>
 #include <overlap/sim/machine/profile_json.hpp>
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -43,7 +43,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     sim::machine m = sim::with_profile(sim::h100_node(), p);
     m.attention_backend = backend;
     m.sustained_load = size % 2 == 0;
-    const sim::cost_model cost(m);
+    const sim::analytic_cost_model cost(m);
     // Shapes from the input's last bytes: inside, between and far beyond any grid.
     const std::uint8_t seed = size > 0 ? data[size - 1] : 0;
     const std::int64_t a = std::int64_t{1} << (seed % 24), b = std::int64_t{1} << ((seed / 3) % 24) | 7;

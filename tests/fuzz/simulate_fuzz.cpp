@@ -56,7 +56,7 @@ void check_memory(const std::vector<overlap::schedule::program>& step, const ove
 
 /// The properties above for `step` (with `opt.classes`, the step its programs stand for).
 void check(const std::vector<overlap::schedule::program>& step, overlap::sim::options opt, bool verified) {
-  const overlap::sim::cost_model h100(overlap::sim::h100_node());
+  const overlap::sim::analytic_cost_model h100(overlap::sim::h100_node());
   try {
     const overlap::sim::result contended = overlap::sim::simulate(step, h100, opt);
     overlap::sim::options plain = opt;  // the event loop without its fast paths: the same bit for bit

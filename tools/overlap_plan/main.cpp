@@ -602,7 +602,7 @@ void print_simulation(const cli& args, const overlap_plan::bridge_config& c, con
 
 int run_simulate(const cli& args, const overlap_plan::bridge_config& c) {
   require_workload(c);
-  const ov::sim::cost_model cost(machine_of(args, c));
+  const ov::sim::analytic_cost_model cost(machine_of(args, c));
   simulation run;
   try {
     run.plan = ov::plan::plan_step(c.settings, c.workload, cost);
@@ -758,7 +758,7 @@ void print_tuning(const cli& args, const ov::sim::cost_model& cost, const tuning
 int run_tune(const cli& args, const overlap_plan::document& doc, const overlap_plan::bridge_config& c) {
   const auto started = std::chrono::steady_clock::now();
   require_workload(c);
-  const ov::sim::cost_model cost(machine_of(args, c));
+  const ov::sim::analytic_cost_model cost(machine_of(args, c));
   tuning run;
   run.limit = memory_limit_of(args, cost.machine());
   {

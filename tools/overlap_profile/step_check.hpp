@@ -31,7 +31,7 @@
 #include <overlap/cuda/resources.hpp>
 #include <overlap/overlap.hpp>
 #include <overlap/schedule/step.hpp>
-#include <overlap/sim/cost/cost_model.hpp>
+#include <overlap/sim/cost/analytic.hpp>
 #include <overlap/sim/simulate.hpp>
 
 namespace overlap_profile {
@@ -92,11 +92,11 @@ inline kernel_plan plan_of(const sc::op& o) {
   kernel_plan k;
   k.copy_bytes = o.memory_bytes;
   const sc::gemm_shape g = o.gemm;
-  if (overlap::sim::cost_model::has_problem(o)) {
-    if (overlap::sim::cost_model::routed_experts(o.key.type)) {
-      const auto products = overlap::sim::cost_model::expert_products(o);
+  if (overlap::sim::analytic_cost_model::has_problem(o)) {
+    if (overlap::sim::analytic_cost_model::routed_experts(o.key.type)) {
+      const auto products = overlap::sim::analytic_cost_model::expert_products(o);
       k.problems.assign(products.begin(), products.end());
-    } else if (overlap::sim::cost_model::core_attention(o.key.type)) {
+    } else if (overlap::sim::analytic_cost_model::core_attention(o.key.type)) {
       const std::int64_t keys = std::max<std::int64_t>(1, g.n / 2);  // causal: half the keys
       const std::int64_t passes = o.key.type == sc::op_type::attn_core_bprop ? 2 : 1;  // ~2.5 forwards
       for (std::int64_t i = 0; i < passes; ++i) {
@@ -114,9 +114,9 @@ inline kernel_plan plan_of(const sc::op& o) {
 }
 
 /// The simulator's cost of each op as the check runs it, from a profile (see the top).
-class check_cost : public overlap::sim::cost_model {
+class check_cost : public overlap::sim::adjusted_cost_model {
  public:
-  check_cost(overlap::sim::machine m, const one_gpu_step& s) : cost_model(std::move(m)), step_(&s) {
+  check_cost(overlap::sim::machine m, const one_gpu_step& s) : adjusted_cost_model(std::move(m)), step_(&s) {
     const overlap::sim::profile* p = machine().profile.get();
     if (p == nullptr || p->concurrency.copy_ctas <= 0)
       throw std::invalid_argument("check_cost: the machine needs a profile with its copy-kernel probe");
@@ -127,12 +127,12 @@ class check_cost : public overlap::sim::cost_model {
 
   double compute_us(const sc::op& o, int sms) const override {
     const kernel_plan k = plan_of(o);
-    const overlap::sim::profile_model& p = *profiled();
+    const overlap::sim::profile_model& p = *analytic().profiled();
     double us = static_cast<double>(k.copy_bytes) / memory_rate();
     for (const sc::gemm_shape& g : k.problems) {
       const auto m = static_cast<double>(g.m), n = static_cast<double>(g.n), kk = static_cast<double>(g.k);
       // Rows per group: an expert's tokens (its weight gradient's k), else the product's m.
-      const double rows = routed_experts(o.key.type) ? static_cast<double>(o.gemm.m) : m;
+      const double rows = overlap::sim::analytic_cost_model::routed_experts(o.key.type) ? static_cast<double>(o.gemm.m) : m;
       us += g.groups == 1 ? p.gemm_us(m, n, kk) : p.grouped_us(static_cast<double>(g.groups), m, n, kk, rows);
     }
     return us * machine().sms / std::max(1, sms);

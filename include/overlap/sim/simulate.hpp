@@ -41,6 +41,7 @@
 #include <overlap/program/rank_classes.hpp>
 #include <overlap/program/rendezvous.hpp>
 #include <overlap/program/semantics.hpp>
+#include <overlap/sim/cost/analytic.hpp>  // the model the presets drive, for callers
 #include <overlap/sim/cost/cost_model.hpp>
 #include <overlap/sim/engine/event_loop.hpp>
 #include <overlap/sim/engine/issuer.hpp>

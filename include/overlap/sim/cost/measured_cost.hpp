@@ -46,7 +46,7 @@
 #include <nlohmann/json.hpp>
 
 #include <overlap/program/op_key.hpp>
-#include <overlap/sim/cost/cost_model.hpp>
+#include <overlap/sim/cost/analytic.hpp>
 
 namespace overlap::sim {
 
@@ -248,7 +248,7 @@ class measured_table {
 
 }  // namespace detail
 
-class measured_cost_model : public cost_model {
+class measured_cost_model : public adjusted_cost_model {
  public:
   /// Throws std::invalid_argument listing every bad entry: a section that is not an object, an
   /// unknown top-level key, a pattern that does not parse, an op type in the wrong section, a
@@ -292,22 +292,22 @@ class measured_cost_model : public cost_model {
 
   double compute_us(const schedule::op& o, int sms) const override {
     const auto us = compute_.find(o.key);
-    return us ? *us * machine().sms / sms : cost_model::compute_us(o, sms);
+    return us ? *us * machine().sms / sms : adjusted_cost_model::compute_us(o, sms);
   }
 
   using cost_model::comm_us;
   double comm_us(const schedule::op& o, const placement& where) const override {
     const auto us = comm_.find(o.key);
-    return us ? *us : cost_model::comm_us(o, where);
+    return us ? *us : adjusted_cost_model::comm_us(o, where);
   }
   /// A measured time has no latency part known apart: all of it shares the links.
   double comm_latency_us(const schedule::op& o, const placement& where) const override {
-    return comm_.find(o.key) ? 0 : cost_model::comm_latency_us(o, where);
+    return comm_.find(o.key) ? 0 : adjusted_cost_model::comm_latency_us(o, where);
   }
 
  private:
   measured_cost_model(sim::machine m, const nlohmann::json& doc, const std::string& source)
-      : cost_model(std::move(m)) {
+      : adjusted_cost_model(std::move(m)) {
     if (!doc.is_object())
       throw std::invalid_argument(source + ": the document is " + detail::a_value(doc) +
                                   ", not an object; write {\"compute_us\": {...}, \"comm_us\": {...}}");

@@ -74,10 +74,10 @@ inline void check_machine(const machine& m) {
 /// table; a derived model is asked for every op.
 class whole_gpu_times {
  public:
-  explicit whole_gpu_times(const cost_model& cost) : cost_(cost), reuse_(cost.analytic_compute()) {}
+  explicit whole_gpu_times(const cost_model& cost) : cost_(cost), reuse_(cost.compute_reads_inputs_only()) {}
   double of(const schedule::op& o) {
     if (!reuse_) return cost_.compute_us(o, cost_.machine().sms);
-    const cost_model::compute_inputs in = cost_model::compute_inputs_of(o);
+    const compute_inputs in = compute_inputs::of(o);
     const auto mix = [](std::uint64_t h, auto x) {
       return (h ^ static_cast<std::uint64_t>(x)) * 0x9e3779b97f4a7c15ull;
     };
@@ -90,7 +90,7 @@ class whole_gpu_times {
 
  private:
   struct entry {
-    cost_model::compute_inputs in;
+    compute_inputs in;
     double us = 0;
     bool known = false;
   };

@@ -25,7 +25,7 @@ namespace overlap::sim::detail {
 
 class sm_pool {
  public:
-  explicit sm_pool(step_context& c) : c_(c), own_model_(c.cost.analytic_compute()) {}
+  explicit sm_pool(step_context& c) : c_(c), own_model_(c.cost.compute_reads_inputs_only()) {}
 
   /// Compute op i of rank pi starts at `t` on all of the rank's free SMs; false, with nothing
   /// started, when there are none.
