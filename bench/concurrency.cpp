@@ -42,13 +42,19 @@ sc::program pattern_program(int rank, const std::string& pattern, int cdmc, int 
   for (const char c : pattern) {
     if (c == 'G') {
       constexpr std::int64_t n = 8192;
-      p.ops.push_back(sc::op{.kind = sc::op_kind::compute, .stream = 0,
+      p.ops.push_back(sc::op{.kind = sc::op_kind::compute,
+                             .stream = 0,
                              .key = {.type = sc::op_type::fc1_fprop, .at = {.layer = layer++}},
-                             .flops = 2.0 * n * n * n, .gemm = {n, n, n, 1}});
+                             .flops = 2.0 * n * n * n,
+                             .gemm = {n, n, n, 1}});
     } else {
-      p.ops.push_back(sc::op{.kind = sc::op_kind::collective, .stream = 1,
+      p.ops.push_back(sc::op{.kind = sc::op_kind::collective,
+                             .stream = 1,
                              .key = {.type = sc::op_type::tp_all_gather, .at = {.layer = static_cast<int>(seq)}},
-                             .coll = sc::collective::all_gather, .comm = 0, .seq = seq, .bytes = bytes,
+                             .coll = sc::collective::all_gather,
+                             .comm = 0,
+                             .seq = seq,
+                             .bytes = bytes,
                              .sms = blocks});
       ++seq;
     }
@@ -120,9 +126,14 @@ int main() {
     totals_within += within;
     pinned_ok = pinned_ok && std::abs(simulated / r.measured_us - 1) <= 0.15;
     by_cdmc[{r.pattern, r.priority, r.blocks}][r.cdmc] = {r.measured_us, simulated};
-    records.push_back({{"pattern", r.pattern}, {"cdmc", r.cdmc}, {"priority", r.priority}, {"blocks", r.blocks},
-                       {"measured_us", r.measured_us}, {"simulated_us", std::round(simulated * 10) / 10},
-                       {"ratio", std::round(simulated / r.measured_us * 1000) / 1000}, {"within_10pct", within}});
+    records.push_back({{"pattern", r.pattern},
+                       {"cdmc", r.cdmc},
+                       {"priority", r.priority},
+                       {"blocks", r.blocks},
+                       {"measured_us", r.measured_us},
+                       {"simulated_us", std::round(simulated * 10) / 10},
+                       {"ratio", std::round(simulated / r.measured_us * 1000) / 1000},
+                       {"within_10pct", within}});
   }
   for (const auto& [key, at] : by_cdmc) {
     if (!at.contains(1)) continue;
@@ -133,19 +144,22 @@ int main() {
       ++ratios;
       ratios_within += within;
       pinned_ok = pinned_ok && std::abs(simulated - measured) <= 0.2;
-      records.push_back({{"pattern", std::get<0>(key)}, {"priority", std::get<1>(key)}, {"blocks", std::get<2>(key)},
+      records.push_back({{"pattern", std::get<0>(key)},
+                         {"priority", std::get<1>(key)},
+                         {"blocks", std::get<2>(key)},
                          {"cdmc_ratio", std::to_string(cdmc) + "/1"},
                          {"measured", std::round(measured * 1000) / 1000},
-                         {"simulated", std::round(simulated * 1000) / 1000}, {"within_0.1", within}});
+                         {"simulated", std::round(simulated * 1000) / 1000},
+                         {"within_0.1", within}});
     }
   }
-  const nlohmann::json out{{"records", records},
-                           {"c_alone_us", c_alone},
-                           {"c_bytes", bytes},
-                           {"within", {{"totals", totals_within}, {"of_totals", totals}, {"ratios", ratios_within},
-                                       {"of_ratios", ratios}}},
-                           {"pinned", "totals within 15 %, ratios within 0.2"},
-                           {"in_band", pinned_ok}};
+  const nlohmann::json out{
+      {"records", records},
+      {"c_alone_us", c_alone},
+      {"c_bytes", bytes},
+      {"within", {{"totals", totals_within}, {"of_totals", totals}, {"ratios", ratios_within}, {"of_ratios", ratios}}},
+      {"pinned", "totals within 15 %, ratios within 0.2"},
+      {"in_band", pinned_ok}};
   std::printf("%s\n", out.dump(1).c_str());
   return pinned_ok ? 0 : 1;
 }

@@ -69,13 +69,14 @@ namespace {
 bool first = true;
 bool pinned_missed = false;
 
-void record(const char* name, const char* measure, double predicted, const char* published, double low,
-            double high, bool pinned = true) {
+void record(const char* name, const char* measure, double predicted, const char* published, double low, double high,
+            bool pinned = true) {
   const bool in_band = predicted >= low && predicted <= high;
-  std::printf("%s{\"case\":\"%s\",\"measure\":\"%s\",\"predicted\":%.4f,\"published\":\"%s\",\"band\":[%.3f,%.3f],"
-              "\"in_band\":%s,\"pinned\":%s}",
-              first ? "" : ",", name, measure, predicted, published, low, high, in_band ? "true" : "false",
-              pinned ? "true" : "false");
+  std::printf(
+      "%s{\"case\":\"%s\",\"measure\":\"%s\",\"predicted\":%.4f,\"published\":\"%s\",\"band\":[%.3f,%.3f],"
+      "\"in_band\":%s,\"pinned\":%s}",
+      first ? "" : ",", name, measure, predicted, published, low, high, in_band ? "true" : "false",
+      pinned ? "true" : "false");
   first = false;
   pinned_missed = pinned_missed || (pinned && !in_band);
 }
@@ -94,9 +95,18 @@ double step_us(const ov::settings& s, const sc::workload& w, const ov::sim::cost
 /// Qwen3-30B-A3B: 48 layers of hidden 2048, 32 heads in 4 query groups of 128, 128 experts of
 /// FFN 768, top-8, vocabulary 151,936, sequence 4,096, micro-batches of 1.
 sc::workload qwen3_30b_a3b() {
-  return {.num_layers = 48, .micro_batches = 64, .seq_length = 4096, .micro_batch_size = 1, .hidden_size = 2048,
-          .ffn_hidden_size = 6144, .num_attention_heads = 32, .num_query_groups = 4, .kv_channels = 128,
-          .vocab_size = 151936, .moe_router_topk = 8, .moe_ffn_hidden_size = 768};
+  return {.num_layers = 48,
+          .micro_batches = 64,
+          .seq_length = 4096,
+          .micro_batch_size = 1,
+          .hidden_size = 2048,
+          .ffn_hidden_size = 6144,
+          .num_attention_heads = 32,
+          .num_query_groups = 4,
+          .kv_channels = 128,
+          .vocab_size = 151936,
+          .moe_router_topk = 8,
+          .moe_ffn_hidden_size = 768};
 }
 
 ov::settings moe_settings(int ep, int dp, bool overlap, bool delay) {
@@ -219,8 +229,13 @@ int main() {
   // TP overlap with the preset for a 8192-hidden model on 4 GPUs: connections 1 against 8.
   using tp4 = ov::config<ov::tp<4>, ov::sequence_parallel<>, ov::tp_comm_overlap<>, ov::precision<ov::dtype::bf16>,
                          ov::tp_comm_overlap_cfg<ov::ub::userbuffers_bf16_h100_h8192_tp4_mbs1_seqlen8192>>;
-  const sc::workload dense8k{.num_layers = 4, .micro_batches = 2, .seq_length = 8192, .hidden_size = 8192,
-                             .ffn_hidden_size = 28672, .num_attention_heads = 64, .num_query_groups = 8,
+  const sc::workload dense8k{.num_layers = 4,
+                             .micro_batches = 2,
+                             .seq_length = 8192,
+                             .hidden_size = 8192,
+                             .ffn_hidden_size = 28672,
+                             .num_attention_heads = 64,
+                             .num_query_groups = 8,
                              .vocab_size = 128256};
   const double one = step_us(tp4::settings, dense8k, h100, 1), eight = step_us(tp4::settings, dense8k, h100, 8);
   record("tp4_overlap_connections_1_vs_8", "step(1) / step(8) - 1", one / eight - 1, "1 is required", -1.0, -1e-9);
@@ -230,25 +245,44 @@ int main() {
                                ov::tp_comm_overlap_cfg<ov::ub::userbuffers_bf16_h100_h8192_tp4_mbs1_seqlen8192>,
                                ov::pp<4>, ov::vpp<5>, ov::dp<4>, ov::distributed_optimizer<>,
                                ov::precision<ov::dtype::bf16>, ov::gpu<ov::gpu_model::h100>>;
-  const sc::workload llama70{.num_layers = 20, .micro_batches = 8, .seq_length = 8192, .hidden_size = 8192,
-                             .ffn_hidden_size = 28672, .num_attention_heads = 64, .num_query_groups = 8,
+  const sc::workload llama70{.num_layers = 20,
+                             .micro_batches = 8,
+                             .seq_length = 8192,
+                             .hidden_size = 8192,
+                             .ffn_hidden_size = 28672,
+                             .num_attention_heads = 64,
+                             .num_query_groups = 8,
                              .vocab_size = 128256};
   record("llama_70b_like_tp4_pp4_vpp5_dp4_mfu", "MFU", mfu(llama_70b::settings, llama70, h100), "41-48 %", 0.30, 0.60);
   // NVIDIA's bf16 Llama 3.1 runs: Llama 3.1 8B (32 layers of 4096, FFN 14336, 32 heads in 8
   // groups) and 70B (80 layers of 8192, FFN 28672, 64 heads in 8 groups), vocabulary 128,256.
-  const sc::workload llama31_8b{.num_layers = 32, .micro_batches = 16, .seq_length = 8192, .hidden_size = 4096,
-                                .ffn_hidden_size = 14336, .num_attention_heads = 32, .num_query_groups = 8,
+  const sc::workload llama31_8b{.num_layers = 32,
+                                .micro_batches = 16,
+                                .seq_length = 8192,
+                                .hidden_size = 4096,
+                                .ffn_hidden_size = 14336,
+                                .num_attention_heads = 32,
+                                .num_query_groups = 8,
                                 .vocab_size = 128256};
   published_dense("llama3.1_8b_bf16_8_gpus", dense_settings(1, 1, 1, 8), llama31_8b, 12.91,
                   "12.91 s per step (MFU 59.37 % counting full attention)", h100);
-  const sc::workload llama31_70b{.num_layers = 80, .micro_batches = 32, .seq_length = 8192, .hidden_size = 8192,
-                                 .ffn_hidden_size = 28672, .num_attention_heads = 64, .num_query_groups = 8,
+  const sc::workload llama31_70b{.num_layers = 80,
+                                 .micro_batches = 32,
+                                 .seq_length = 8192,
+                                 .hidden_size = 8192,
+                                 .ffn_hidden_size = 28672,
+                                 .num_attention_heads = 64,
+                                 .num_query_groups = 8,
                                  .vocab_size = 128256};
   published_dense("llama3.1_70b_bf16_64_gpus", dense_settings(4, 4, 5, 4), llama31_70b, 14.72,
                   "14.72 s per step (MFU 54.10 % counting full attention)", h100);
   // The fp8 Llama 3 70B SFT runs: on Blackwell and on Hopper.
-  const sc::workload llama3_70b_sft{.num_layers = 80, .seq_length = 4096, .hidden_size = 8192,
-                                    .ffn_hidden_size = 28672, .num_attention_heads = 64, .num_query_groups = 8,
+  const sc::workload llama3_70b_sft{.num_layers = 80,
+                                    .seq_length = 4096,
+                                    .hidden_size = 8192,
+                                    .ffn_hidden_size = 28672,
+                                    .num_attention_heads = 64,
+                                    .num_query_groups = 8,
                                     .vocab_size = 128256};
   const auto sft = [&](const char* name, int tp, int pp, int vpp, double tokens_per_gpu, const char* published,
                        const ov::sim::machine& m, bool pinned) {
@@ -260,8 +294,8 @@ int main() {
     sc::workload w = llama3_70b_sft;
     w.micro_batches = 32 / s.data_parallel_size;
     const double published_us = 4096 / tokens_per_gpu * 1e6;  // 32 x 4,096 tokens on 32 GPUs
-    record(name, "step / published - 1", step_us(s, w, ov::sim::analytic_cost_model(m)) / published_us - 1, published, -0.15,
-           0.15, pinned);
+    record(name, "step / published - 1", step_us(s, w, ov::sim::analytic_cost_model(m)) / published_us - 1, published,
+           -0.15, 0.15, pinned);
   };
   sft("llama3_70b_sft_mxfp8_gb200_32_gpus_step", 1, 8, 10, 3593, "3,593 tokens/s/GPU (1.140 s per step)",
       ov::sim::gb200_nvl72(), false);

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include <overlap/overlap.hpp>
-#include <overlap/sim/analysis/bound.hpp>
 #include <overlap/plan/plan.hpp>
+#include <overlap/sim/analysis/bound.hpp>
 
 namespace ov = overlap;
 namespace sc = overlap::schedule;
@@ -32,13 +32,13 @@ void print(const ov::plan::family_plan& plan, const char* family, const char* wo
            const ov::sim::cost_model& cost, ov::sim::options opt, bool& first) {
   opt.classes = &plan.overlap_classes;
   const ov::sim::step_bound b = ov::sim::lower_bound(plan.overlap_step, cost, opt);
-  std::printf("%s{\"family\":\"%s\",\"workload\":\"%s\",\"ranks\":%d,\"classes\":%zu,\"ops\":%zu,\"baseline_us\":%.1f,"
-              "\"overlap_us\":%.1f,\"lower_bound_us\":%.1f,\"bound_by\":\"%s\","
-              "\"overlap_over_bound\":%.3f}",
-              first ? "" : ",", family, workload_name, plan.overlap_classes.world(), plan.overlap_step.size(),
-              ops(plan.overlap_step),
-              plan.baseline.step_time_us, plan.overlap.step_time_us, b.value(), bound_by(b),
-              plan.overlap.step_time_us / b.value());
+  std::printf(
+      "%s{\"family\":\"%s\",\"workload\":\"%s\",\"ranks\":%d,\"classes\":%zu,\"ops\":%zu,\"baseline_us\":%.1f,"
+      "\"overlap_us\":%.1f,\"lower_bound_us\":%.1f,\"bound_by\":\"%s\","
+      "\"overlap_over_bound\":%.3f}",
+      first ? "" : ",", family, workload_name, plan.overlap_classes.world(), plan.overlap_step.size(),
+      ops(plan.overlap_step), plan.baseline.step_time_us, plan.overlap.step_time_us, b.value(), bound_by(b),
+      plan.overlap.step_time_us / b.value());
   first = false;
 }
 
@@ -57,8 +57,8 @@ void records(const char* workload_name, const sc::workload& w, bool& first, int 
 template <class Cfg>
 void composed_record(const char* workload_name, const sc::workload& w, bool& first) {
   const ov::sim::analytic_cost_model h100(ov::sim::h100_node());
-  print(ov::plan::plan_step(Cfg::settings, w, h100), "all", workload_name, h100,
-        ov::plan::options_for(Cfg::resolved), first);
+  print(ov::plan::plan_step(Cfg::settings, w, h100), "all", workload_name, h100, ov::plan::options_for(Cfg::resolved),
+        first);
 }
 }  // namespace
 
@@ -66,25 +66,30 @@ int main() {
   bool first = true;
   std::printf("{\"records\":[");
   sc::workload dense{.num_layers = 4, .micro_batches = 4, .hidden_size = 4096, .ffn_hidden_size = 14336};
-  records<ov::config<ov::tp<4>, ov::sequence_parallel<>, ov::tp_comm_overlap<>, ov::precision<ov::dtype::bf16>>>("dense_h4096_tp4", dense, first);
-  records<ov::config<ov::dp<8>, ov::distributed_optimizer<>, ov::precision<ov::dtype::bf16>>>("dense_h4096_dp8", dense, first);
+  records<ov::config<ov::tp<4>, ov::sequence_parallel<>, ov::tp_comm_overlap<>, ov::precision<ov::dtype::bf16>>>(
+      "dense_h4096_tp4", dense, first);
+  records<ov::config<ov::dp<8>, ov::distributed_optimizer<>, ov::precision<ov::dtype::bf16>>>("dense_h4096_dp8", dense,
+                                                                                              first);
   sc::workload deep{.num_layers = 8, .micro_batches = 8, .hidden_size = 4096, .ffn_hidden_size = 14336};
   // Pipeline stages sit on different nodes (Megatron puts pp outermost); inside one NVLink node
   // a transfer costs less than the SMs that receives posted early hold.
-  records<ov::config<ov::pp<4>, ov::vpp<2>, ov::precision<ov::dtype::bf16>>>("dense_h4096_pp4_vpp2_m8_stage_per_node", deep, first, 1);
-  sc::workload moe{.num_layers = 4, .micro_batches = 4, .hidden_size = 4096, .moe_router_topk = 8,
-                   .moe_ffn_hidden_size = 768};
+  records<ov::config<ov::pp<4>, ov::vpp<2>, ov::precision<ov::dtype::bf16>>>("dense_h4096_pp4_vpp2_m8_stage_per_node",
+                                                                             deep, first, 1);
+  sc::workload moe{
+      .num_layers = 4, .micro_batches = 4, .hidden_size = 4096, .moe_router_topk = 8, .moe_ffn_hidden_size = 768};
   records<ov::config<ov::ep<8>, ov::dp<8>, ov::num_moe_experts<64>, ov::precision<ov::dtype::bf16>,
-                     ov::distributed_optimizer<>,
-                     ov::moe_token_dispatcher_type<ov::dispatcher::alltoall>,
-                     ov::overlap_moe_expert_parallel_comm<>, ov::delay_wgrad_compute<>>>(
-      "moe_h4096_top8_ep8", moe, first);
-  sc::workload moe_pp{.num_layers = 8, .micro_batches = 8, .hidden_size = 4096, .ffn_hidden_size = 14336,
-                      .moe_router_topk = 8, .moe_ffn_hidden_size = 768};
-  composed_record<ov::config<ov::tp<2>, ov::sequence_parallel<>, ov::tp_comm_overlap<>, ov::pp<2>,
-                             ov::vpp<2>, ov::dp<8>, ov::ep<8>, ov::etp<1>, ov::num_moe_experts<64>,
-                             ov::distributed_optimizer<>, ov::precision<ov::dtype::bf16>,
-                             ov::moe_token_dispatcher_type<ov::dispatcher::alltoall>,
+                     ov::distributed_optimizer<>, ov::moe_token_dispatcher_type<ov::dispatcher::alltoall>,
+                     ov::overlap_moe_expert_parallel_comm<>, ov::delay_wgrad_compute<>>>("moe_h4096_top8_ep8", moe,
+                                                                                         first);
+  sc::workload moe_pp{.num_layers = 8,
+                      .micro_batches = 8,
+                      .hidden_size = 4096,
+                      .ffn_hidden_size = 14336,
+                      .moe_router_topk = 8,
+                      .moe_ffn_hidden_size = 768};
+  composed_record<ov::config<ov::tp<2>, ov::sequence_parallel<>, ov::tp_comm_overlap<>, ov::pp<2>, ov::vpp<2>,
+                             ov::dp<8>, ov::ep<8>, ov::etp<1>, ov::num_moe_experts<64>, ov::distributed_optimizer<>,
+                             ov::precision<ov::dtype::bf16>, ov::moe_token_dispatcher_type<ov::dispatcher::alltoall>,
                              ov::overlap_moe_expert_parallel_comm<>, ov::delay_wgrad_compute<>>>(
       "moe_h4096_tp2_pp2_vpp2_dp8_ep8", moe_pp, first);
   std::printf("]}\n");

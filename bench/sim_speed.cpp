@@ -27,8 +27,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -68,8 +68,14 @@ scale_case llama_70b(int tp, int pp, int vpp, int dp, int micro_batches) {
   c.s.distributed_optimizer = true;
   c.s.overlap_grad_reduce = true;
   c.s.overlap_param_gather = true;
-  c.w = {.num_layers = 80, .micro_batches = micro_batches, .seq_length = 4096, .hidden_size = 8192,
-         .ffn_hidden_size = 28672, .num_attention_heads = 64, .num_query_groups = 8, .vocab_size = 128256};
+  c.w = {.num_layers = 80,
+         .micro_batches = micro_batches,
+         .seq_length = 4096,
+         .hidden_size = 8192,
+         .ffn_hidden_size = 28672,
+         .num_attention_heads = 64,
+         .num_query_groups = 8,
+         .vocab_size = 128256};
   return c;
 }
 
@@ -88,8 +94,15 @@ scale_case deepseek_v3() {
   c.s.distributed_optimizer = true;
   c.s.overlap_grad_reduce = true;
   c.s.overlap_param_gather = true;
-  c.w = {.num_layers = 64, .micro_batches = 16, .seq_length = 4096, .hidden_size = 7168, .ffn_hidden_size = 18432,
-         .num_attention_heads = 128, .vocab_size = 129280, .moe_router_topk = 8, .moe_ffn_hidden_size = 2048};
+  c.w = {.num_layers = 64,
+         .micro_batches = 16,
+         .seq_length = 4096,
+         .hidden_size = 7168,
+         .ffn_hidden_size = 18432,
+         .num_attention_heads = 128,
+         .vocab_size = 129280,
+         .moe_router_topk = 8,
+         .moe_ffn_hidden_size = 2048};
   return c;
 }
 
@@ -122,7 +135,8 @@ std::string run_scale(const scale_case& c, bool full, const ov::sim::cost_model&
   // Over the timeline is what `overlap-plan simulate` adds; over issue order what `tune` adds.
   const auto memory_start = std::chrono::steady_clock::now();
   std::int64_t peak_in_time = 0, peak_in_order = 0;
-  for (const ov::sim::memory_peak& m : ov::sim::peaks_in_time(step, res)) peak_in_time = std::max(peak_in_time, m.bytes);
+  for (const ov::sim::memory_peak& m : ov::sim::peaks_in_time(step, res))
+    peak_in_time = std::max(peak_in_time, m.bytes);
   const double memory_s = since(memory_start);
   const auto order_start = std::chrono::steady_clock::now();
   for (const sc::program& p : step) peak_in_order = std::max(peak_in_order, ov::sim::peak_in_issue_order(p).bytes);
@@ -141,10 +155,10 @@ std::string run_scale(const scale_case& c, bool full, const ov::sim::cost_model&
                 "\"peak_memory_gb\":%.2f,\"peak_memory_issue_order_gb\":%.2f,"
                 "\"ops_per_second\":%.0f,\"step_ops_per_second\":%.0f,\"step_time_us\":%.1f,"
                 "\"exposed_us\":{\"tp\":%.1f,\"dp\":%.1f,\"pp\":%.1f,\"ep\":%.1f},\"deadlock\":%s",
-                c.name, full ? "full" : "classes", classes.world(), step.size(), ops, represented, full ? 0.0 : classes_s,
-                full ? classes_s : generate_s, simulate_s, wall, verify_s, findings, memory_s, memory_s / simulate_s, order_s,
-                static_cast<double>(peak_in_time) / 1e9, static_cast<double>(peak_in_order) / 1e9, ops / simulate_s, represented / wall,
-                res.step_time_us,
+                c.name, full ? "full" : "classes", classes.world(), step.size(), ops, represented,
+                full ? 0.0 : classes_s, full ? classes_s : generate_s, simulate_s, wall, verify_s, findings, memory_s,
+                memory_s / simulate_s, order_s, static_cast<double>(peak_in_time) / 1e9,
+                static_cast<double>(peak_in_order) / 1e9, ops / simulate_s, represented / wall, res.step_time_us,
                 exposed(sc::family::tp), exposed(sc::family::dp), exposed(sc::family::pp), exposed(sc::family::ep),
                 res.deadlock ? "true" : "false");
   return text;
@@ -186,8 +200,10 @@ std::string in_child(const scale_case& c, bool full, const ov::sim::cost_model& 
 int main(int argc, char** argv) {
   bool scale = false, full = false;
   for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--scale") == 0) scale = true;
-    else if (std::strcmp(argv[i], "--scale-full") == 0) scale = full = true;
+    if (std::strcmp(argv[i], "--scale") == 0)
+      scale = true;
+    else if (std::strcmp(argv[i], "--scale-full") == 0)
+      scale = full = true;
     else {
       std::fprintf(stderr, "usage: %s [--scale | --scale-full]\n", argv[0]);
       return 2;
@@ -241,13 +257,14 @@ int main(int argc, char** argv) {
     };
     const auto best = [](const std::vector<double>& v) { return *std::min_element(v.begin(), v.end()); };
     const double seconds = median(fresh);
-    std::printf("%s{\"layers\":%d,\"micro_batches\":%d,\"ranks\":%zu,\"ops\":%zu,\"rounds\":%d,\"seconds\":%.6f,"
-                "\"ops_per_second\":%.0f,\"reused_ops_per_second\":%.0f,\"summary_ops_per_second\":%.0f,"
-                "\"best_ops_per_second\":%.0f,\"best_reused_ops_per_second\":%.0f,\"best_summary_ops_per_second\":%.0f,"
-                "\"first_ops_per_second\":%.0f,\"deadlock\":%s}",
-                first ? "" : ",", w.num_layers, w.micro_batches, step.size(), ops, rounds, seconds, ops / seconds,
-                ops / median(reused), ops / median(summary), ops / best(fresh), ops / best(reused), ops / best(summary),
-                ops / first_call, deadlock ? "true" : "false");
+    std::printf(
+        "%s{\"layers\":%d,\"micro_batches\":%d,\"ranks\":%zu,\"ops\":%zu,\"rounds\":%d,\"seconds\":%.6f,"
+        "\"ops_per_second\":%.0f,\"reused_ops_per_second\":%.0f,\"summary_ops_per_second\":%.0f,"
+        "\"best_ops_per_second\":%.0f,\"best_reused_ops_per_second\":%.0f,\"best_summary_ops_per_second\":%.0f,"
+        "\"first_ops_per_second\":%.0f,\"deadlock\":%s}",
+        first ? "" : ",", w.num_layers, w.micro_batches, step.size(), ops, rounds, seconds, ops / seconds,
+        ops / median(reused), ops / median(summary), ops / best(fresh), ops / best(reused), ops / best(summary),
+        ops / first_call, deadlock ? "true" : "false");
     first = false;
   }
   std::printf("%s]}\n", scale_records.c_str());

@@ -12,8 +12,8 @@
 #include <string_view>
 
 #include <overlap/overlap.hpp>
-#include <overlap/settings/print.hpp>
 #include <overlap/plan/plan.hpp>
+#include <overlap/settings/print.hpp>
 #include <overlap/sim/analysis/memory.hpp>
 #include <overlap/trace/chrome_trace.hpp>
 #include <overlap/trace/svg_timeline.hpp>
@@ -28,8 +28,7 @@ inline void write_timelines(const std::string& base, const overlap::plan::family
 }
 
 template <class Cfg>
-void show(std::string_view title, const overlap::schedule::workload& w, std::string_view name,
-          int argc, char** argv) {
+void show(std::string_view title, const overlap::schedule::workload& w, std::string_view name, int argc, char** argv) {
   std::cout << "== " << title << " ==\n";
   overlap::write_resolved(std::cout, Cfg::resolved);
   std::cout << "-- environment --\n";
@@ -40,16 +39,15 @@ void show(std::string_view title, const overlap::schedule::workload& w, std::str
 
   const std::string dir = argc > 1 ? argv[1] : ".";
   const overlap::sim::analytic_cost_model h100(overlap::sim::h100_node());
-  std::cout << "-- simulated on an H100 node, each family alone (" << w.num_layers << " layers, "
-            << w.micro_batches << " micro-batches) --\n";
-  std::printf("%-6s %14s %14s %16s %16s\n", "family", "baseline_us", "overlap_us",
-              "exposed_base_us", "exposed_over_us");
+  std::cout << "-- simulated on an H100 node, each family alone (" << w.num_layers << " layers, " << w.micro_batches
+            << " micro-batches) --\n";
+  std::printf("%-6s %14s %14s %16s %16s\n", "family", "baseline_us", "overlap_us", "exposed_base_us",
+              "exposed_over_us");
   for (const auto& plan : overlap::plan::plan_families(Cfg::settings, w, h100)) {
     const auto f = static_cast<std::size_t>(plan.family);
     const std::string family(overlap::schedule::to_string(plan.family));
-    std::printf("%-6s %14.0f %14.0f %16.0f %16.0f%s\n", family.c_str(),
-                plan.baseline.step_time_us, plan.overlap.step_time_us,
-                plan.baseline.exposed_comm_us[f], plan.overlap.exposed_comm_us[f],
+    std::printf("%-6s %14.0f %14.0f %16.0f %16.0f%s\n", family.c_str(), plan.baseline.step_time_us,
+                plan.overlap.step_time_us, plan.baseline.exposed_comm_us[f], plan.overlap.exposed_comm_us[f],
                 plan.overlap.deadlock || plan.baseline.deadlock ? "  HANG" : "");
     if (!plan.note.empty()) std::cout << "       (" << plan.note << ")\n";
     write_timelines(dir + "/" + std::string(name) + "_" + family, plan);
@@ -58,22 +56,23 @@ void show(std::string_view title, const overlap::schedule::workload& w, std::str
   const std::size_t classes = all.overlap_step.size();
   std::cout << "-- all families composed: " << all.overlap_classes.world() << " ranks in " << classes
             << (classes == 1 ? " class" : " classes") << " of symmetric ranks --\n";
-  std::printf("step_us: baseline %.0f, overlap %.0f%s\n", all.baseline.step_time_us,
-              all.overlap.step_time_us, all.overlap.deadlock || all.baseline.deadlock ? "  HANG" : "");
-  for (const auto f : {overlap::schedule::family::tp, overlap::schedule::family::dp,
-                       overlap::schedule::family::pp, overlap::schedule::family::ep}) {
+  std::printf("step_us: baseline %.0f, overlap %.0f%s\n", all.baseline.step_time_us, all.overlap.step_time_us,
+              all.overlap.deadlock || all.baseline.deadlock ? "  HANG" : "");
+  for (const auto f : {overlap::schedule::family::tp, overlap::schedule::family::dp, overlap::schedule::family::pp,
+                       overlap::schedule::family::ep}) {
     const auto i = static_cast<std::size_t>(f);
     if (all.baseline.comm_us[i] == 0 && all.overlap.comm_us[i] == 0) continue;
-    std::printf("exposed %s_us: baseline %.0f, overlap %.0f\n",
-                std::string(overlap::schedule::to_string(f)).c_str(), all.baseline.exposed_comm_us[i],
-                all.overlap.exposed_comm_us[i]);
+    std::printf("exposed %s_us: baseline %.0f, overlap %.0f\n", std::string(overlap::schedule::to_string(f)).c_str(),
+                all.baseline.exposed_comm_us[i], all.overlap.exposed_comm_us[i]);
   }
   // The memory of the rank that needs the most at its peak, over the simulated step.
   const std::vector<overlap::sim::memory_peak> peaks = overlap::sim::peaks_in_time(all.overlap_step, all.overlap);
   const std::size_t most = overlap::sim::highest(peaks);
-  std::printf("peak memory: %.2f GB on rank %d (", static_cast<double>(peaks[most].bytes) / 1e9, all.overlap_step[most].rank);
+  std::printf("peak memory: %.2f GB on rank %d (", static_cast<double>(peaks[most].bytes) / 1e9,
+              all.overlap_step[most].rank);
   for (std::size_t u = 0; u < overlap::sim::memory_uses; ++u)
-    std::printf("%s%s %.2f", u ? ", " : "", std::string(overlap::sim::to_string(static_cast<overlap::sim::memory_use>(u))).c_str(),
+    std::printf("%s%s %.2f", u ? ", " : "",
+                std::string(overlap::sim::to_string(static_cast<overlap::sim::memory_use>(u))).c_str(),
                 static_cast<double>(peaks[most].by_use[u]) / 1e9);
   std::printf(" GB)\n");
   write_timelines(dir + "/" + std::string(name) + "_all", all);

@@ -20,11 +20,11 @@ struct class_comparison {
   int world = 0, representatives = 0;
   std::vector<std::string> asymmetries;  ///< of the full step against its classes
   std::string problems;                  ///< class_problems of the representatives' programs
-  bool same_programs = false;  ///< the representatives' programs are the full step's for them
+  bool same_programs = false;            ///< the representatives' programs are the full step's for them
   overlap::sim::result full, classes;
   /// What the verifier finds in the representatives alone, and in the full step.
   std::vector<overlap::verify::finding> class_findings, full_findings;
-  double class_bound_us = 0, full_bound_us = 0;  ///< lower bounds of the class step and of the full one
+  double class_bound_us = 0, full_bound_us = 0;                 ///< lower bounds of the class step and of the full one
   std::vector<overlap::sim::interval> full_of_representatives;  ///< the full step's, in order
 };
 
@@ -45,8 +45,9 @@ inline class_comparison compare_classes(const overlap::settings& s, const overla
   c.same_programs = true;
   for (const sc::program& p : step.representatives) {
     const sc::program& q = full_step[static_cast<std::size_t>(p.rank)];
-    bool same = p.rank == q.rank && p.ops.size() == q.ops.size() && p.buffers == q.buffers && p.num_events == q.num_events &&
-                p.comms.size() == q.comms.size() && p.streams.size() == q.streams.size();
+    bool same = p.rank == q.rank && p.ops.size() == q.ops.size() && p.buffers == q.buffers &&
+                p.num_events == q.num_events && p.comms.size() == q.comms.size() &&
+                p.streams.size() == q.streams.size();
     for (std::size_t k = 0; same && k < p.comms.size(); ++k)
       same = p.comms[k].name == q.comms[k].name && p.comms[k].ranks == q.comms[k].ranks;
     for (std::size_t i = 0; same && i < p.ops.size(); ++i) {
@@ -68,7 +69,6 @@ inline class_comparison compare_classes(const overlap::settings& s, const overla
     if (step.classes.is_representative(i.rank)) c.full_of_representatives.push_back(i);
   return c;
 }
-
 
 /// Exactly equal: step time, exposed and total communication per family, compute, and every
 /// interval of every representative.

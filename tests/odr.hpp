@@ -5,8 +5,8 @@
 
 namespace odr {
 namespace ov = overlap;
-using cfg = ov::config<ov::tp<2>, ov::sequence_parallel<>, ov::tp_comm_overlap<>, ov::pp<2>,
-                       ov::vpp<2>, ov::dp<4>, ov::distributed_optimizer<>>;
+using cfg = ov::config<ov::tp<2>, ov::sequence_parallel<>, ov::tp_comm_overlap<>, ov::pp<2>, ov::vpp<2>, ov::dp<4>,
+                       ov::distributed_optimizer<>>;
 ov::resolved_settings resolved_a();
 ov::resolved_settings resolved_b();
 std::size_t violations_a();

@@ -16,15 +16,33 @@ namespace sc = overlap::schedule;
 /// h 256, 4 heads in 2 query groups of head size 64, ffn 512, vocabulary 1000, 2 layers of 128
 /// tokens, 2 micro-batches.
 inline sc::workload small_gqa() {
-  return {.num_layers = 2, .micro_batches = 2, .seq_length = 128, .micro_batch_size = 1, .hidden_size = 256,
-          .ffn_hidden_size = 512, .num_attention_heads = 4, .num_query_groups = 2, .vocab_size = 1000};
+  return {.num_layers = 2,
+          .micro_batches = 2,
+          .seq_length = 128,
+          .micro_batch_size = 1,
+          .hidden_size = 256,
+          .ffn_hidden_size = 512,
+          .num_attention_heads = 4,
+          .num_query_groups = 2,
+          .vocab_size = 1000};
 }
 /// Multi-latent attention at the same scale: h 256, 4 heads; q latent 64, kv latent 32,
 /// query/key heads 32 + 16 rotary, values 32; ffn 512, vocabulary 1000, 2 layers of 128 tokens.
 inline sc::workload small_mla() {
-  return {.num_layers = 2, .micro_batches = 2, .seq_length = 128, .micro_batch_size = 1, .hidden_size = 256,
-          .ffn_hidden_size = 512, .num_attention_heads = 4, .vocab_size = 1000, .multi_latent_attention = true,
-          .q_lora_rank = 64, .kv_lora_rank = 32, .qk_head_dim = 32, .qk_pos_emb_head_dim = 16, .v_head_dim = 32};
+  return {.num_layers = 2,
+          .micro_batches = 2,
+          .seq_length = 128,
+          .micro_batch_size = 1,
+          .hidden_size = 256,
+          .ffn_hidden_size = 512,
+          .num_attention_heads = 4,
+          .vocab_size = 1000,
+          .multi_latent_attention = true,
+          .q_lora_rank = 64,
+          .kv_lora_rank = 32,
+          .qk_head_dim = 32,
+          .qk_pos_emb_head_dim = 16,
+          .v_head_dim = 32};
 }
 
 /// The index of the op with `key` (a test failure when there is none).

@@ -32,13 +32,11 @@ inline std::string describe(const ov::report& r) {
 }
 
 inline bool same(const ov::report& a, const ov::report& b) {
-  return a.count() == b.count() && std::equal(a.begin(), a.end(), b.begin()) &&
-         a.notes.size() == b.notes.size() &&
+  return a.count() == b.count() && std::equal(a.begin(), a.end(), b.begin()) && a.notes.size() == b.notes.size() &&
          std::equal(a.notes.begin(), a.notes.end(), b.notes.begin()) && a.resolved == b.resolved;
 }
 
-inline void record(std::size_t i, const typed_result& typed_result, const ov::settings& settings,
-                   tally& t) {
+inline void record(std::size_t i, const typed_result& typed_result, const ov::settings& settings, tally& t) {
   const ov::report& typed = typed_result.report;
   const ov::report runtime = ov::validate(settings);
   ++t.configs;
@@ -48,9 +46,8 @@ inline void record(std::size_t i, const typed_result& typed_result, const ov::se
   const bool same_settings = !typed_result.settings || *typed_result.settings == settings;
   if (!same(typed, runtime) || !same_settings) {
     if (t.mismatches++ == 0)
-      t.first_mismatch = "config " + std::to_string(i) + ": check<> " + describe(typed) +
-                         " / validate " + describe(runtime) +
-                         (same_settings ? "" : " (the settings differ)");
+      t.first_mismatch = "config " + std::to_string(i) + ": check<> " + describe(typed) + " / validate " +
+                         describe(runtime) + (same_settings ? "" : " (the settings differ)");
   }
 }
 
@@ -75,8 +72,8 @@ void run_part() {
   INFO(t.first_mismatch);
   CHECK(t.mismatches == 0);
   CHECK(t.configs == Count);
-  MESSAGE("sweep [" << Begin << ", " << Begin + Count << "): " << t.valid << " valid, "
-                    << t.rules_seen.size() << " distinct rules fired");
+  MESSAGE("sweep [" << Begin << ", " << Begin + Count << "): " << t.valid << " valid, " << t.rules_seen.size()
+                    << " distinct rules fired");
   // A sweep that never reaches valid configs, or few rules, would prove little.
   CHECK(t.valid > 0);
   CHECK(t.rules_seen.size() >= 40);

@@ -45,10 +45,8 @@ ov::settings settings_of(std::size_t i) {
   optional_value<margin_v>(i, f_margin, s.layernorm_sm_margin);
   if (pick(i, f_dispatcher, std::size(dispatcher_v)) != 0)
     s.moe_token_dispatcher_type = value_of<dispatcher_v>(i, f_dispatcher);
-  if (pick(i, f_backend, std::size(backend_v)) != 0)
-    s.moe_flex_dispatcher_backend = value_of<backend_v>(i, f_backend);
-  if (pick(i, f_precision, std::size(precision_v)) != 0)
-    s.precision = value_of<precision_v>(i, f_precision);
+  if (pick(i, f_backend, std::size(backend_v)) != 0) s.moe_flex_dispatcher_backend = value_of<backend_v>(i, f_backend);
+  if (pick(i, f_precision, std::size(precision_v)) != 0) s.precision = value_of<precision_v>(i, f_precision);
   if (pick(i, f_granularity, std::size(granularity_v)) != 0)
     s.recompute_granularity = value_of<granularity_v>(i, f_granularity);
   if (pick(i, f_recompute_method, 4) == 1) s.recompute_method = ov::recompute::block;
@@ -57,8 +55,7 @@ ov::settings settings_of(std::size_t i) {
     s.recompute_modules.insert(ov::module::shared_experts);
     s.recompute_modules.insert(ov::module::core_attn);
   }
-  if (pick(i, f_graph_impl, std::size(graph_impl_v)) != 0)
-    s.cuda_graph_impl = value_of<graph_impl_v>(i, f_graph_impl);
+  if (pick(i, f_graph_impl, std::size(graph_impl_v)) != 0) s.cuda_graph_impl = value_of<graph_impl_v>(i, f_graph_impl);
   if (pick(i, f_graph_modules, 4) == 1) s.cuda_graph_modules.insert(ov::graph_module::attn);
   if (pick(i, f_graph_modules, 4) == 2) {
     s.cuda_graph_modules.insert(ov::graph_module::moe_router);

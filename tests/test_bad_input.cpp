@@ -30,12 +30,17 @@ namespace {
 using dense_pp2 = ov::config<ov::tp<2>, ov::sequence_parallel<>, ov::pp<2>, ov::precision<ov::dtype::bf16>>;
 using moe_ep2 = ov::config<ov::ep<2>, ov::dp<2>, ov::num_moe_experts<8>, ov::precision<ov::dtype::bf16>,
                            ov::moe_token_dispatcher_type<ov::dispatcher::alltoall>>;
-using tp_overlap = ov::config<ov::tp<2>, ov::sequence_parallel<>, ov::tp_comm_overlap<>,
-                              ov::precision<ov::dtype::bf16>>;
+using tp_overlap =
+    ov::config<ov::tp<2>, ov::sequence_parallel<>, ov::tp_comm_overlap<>, ov::precision<ov::dtype::bf16>>;
 
 sc::workload small() {
-  return {.num_layers = 4, .micro_batches = 4, .seq_length = 256, .hidden_size = 256,
-          .ffn_hidden_size = 512, .num_attention_heads = 4, .vocab_size = 1024};
+  return {.num_layers = 4,
+          .micro_batches = 4,
+          .seq_length = 256,
+          .hidden_size = 256,
+          .ffn_hidden_size = 512,
+          .num_attention_heads = 4,
+          .vocab_size = 1024};
 }
 sc::workload small_moe() {
   sc::workload w = small();
@@ -96,18 +101,23 @@ TEST_CASE("compose_step: sizes whose byte counts overflow 64 bits are refused") 
   many.num_moe_experts = 1 << 30;
   w = small_moe();
   w.moe_ffn_hidden_size = 1 << 30;
-  CHECK(compose_error(many, w).find("byte counts do not fit in 64 bits: the model's parameters") !=
-        std::string::npos);
+  CHECK(compose_error(many, w).find("byte counts do not fit in 64 bits: the model's parameters") != std::string::npos);
 }
 
 TEST_CASE("compose_step: the optimizer's 16 bytes per parameter are in the 64-bit check (fuzz find)") {
   // compose_step_fuzz: 2^59 parameters passed a check at 8 bytes per parameter, then the
   // optimizer step's 16 bytes of Adam state per parameter overflowed (signed overflow, UBSan).
   using one = ov::config<ov::precision<ov::dtype::bf16>>;
-  const sc::workload w{.num_layers = 1, .micro_batches = 1, .seq_length = 1, .hidden_size = 1 << 29,
-                       .ffn_hidden_size = 1, .num_attention_heads = 1, .kv_channels = 1, .vocab_size = 1 << 29};
-  CHECK(compose_error(one::settings, one::resolved, w).find("byte counts do not fit in 64 bits: the model's parameters") !=
-        std::string::npos);
+  const sc::workload w{.num_layers = 1,
+                       .micro_batches = 1,
+                       .seq_length = 1,
+                       .hidden_size = 1 << 29,
+                       .ffn_hidden_size = 1,
+                       .num_attention_heads = 1,
+                       .kv_channels = 1,
+                       .vocab_size = 1 << 29};
+  CHECK(compose_error(one::settings, one::resolved, w)
+            .find("byte counts do not fit in 64 bits: the model's parameters") != std::string::npos);
 }
 
 TEST_CASE("compose_step: a hidden size of INT_MAX is a valid, huge step: 64-bit counts, no overflow") {
@@ -136,8 +146,8 @@ TEST_CASE("compose_step: a GEMM size beyond 2^31 is refused, naming the sizes th
   w.v_head_dim = 1 << 28;
   CHECK(compose_error(dense_pp2::settings, w).find("GEMM size") == std::string::npos);
   w.v_head_dim = 1 << 29;  // 4 heads' keys and values: 2^31 + 128
-  CHECK(compose_error(dense_pp2::settings, w).find("a GEMM size is beyond 2^31: the query, key and value width = 2147483776") !=
-        std::string::npos);
+  CHECK(compose_error(dense_pp2::settings, w)
+            .find("a GEMM size is beyond 2^31: the query, key and value width = 2147483776") != std::string::npos);
   w = small();
   w.ffn_hidden_size = 1 << 30;
   CHECK(compose_error(dense_pp2::settings, w).find("2 x ffn_hidden_size = 2147483648") == std::string::npos);
@@ -188,8 +198,8 @@ TEST_CASE("compose_step: settings that validate() rejects are errors naming each
 
   ov::settings splits = tp_overlap::settings;
   ov::ub::user_config cfg;
-  cfg.slots[ov::ub::slot_id::proj_fprop] = ov::ub::slot{.method = ov::ub::method::pipeline, .num_sm = 16,
-                                                        .cga_size = 2, .num_splits = 0};
+  cfg.slots[ov::ub::slot_id::proj_fprop] =
+      ov::ub::slot{.method = ov::ub::method::pipeline, .num_sm = 16, .cga_size = 2, .num_splits = 0};
   splits.tp_comm_overlap_cfg = cfg;
   CHECK(compose_error(splits, tp_overlap::resolved, small()).find("[TE-7] ") != std::string::npos);
 
@@ -234,8 +244,8 @@ TEST_CASE("validate: world size and num_splits have upper bounds") {
 
   ov::settings t = tp_overlap::settings;
   ov::ub::user_config cfg;
-  cfg.slots[ov::ub::slot_id::proj_fprop] = ov::ub::slot{.method = ov::ub::method::pipeline, .num_sm = 16,
-                                                        .cga_size = 2, .num_splits = 1 << 30};
+  cfg.slots[ov::ub::slot_id::proj_fprop] =
+      ov::ub::slot{.method = ov::ub::method::pipeline, .num_sm = 16, .cga_size = 2, .num_splits = 1 << 30};
   t.tp_comm_overlap_cfg = cfg;
   CHECK(ov::validate(t).violates("TE-8"));
   cfg.slots[ov::ub::slot_id::proj_fprop]->num_splits = 64;
@@ -249,8 +259,13 @@ sc::op compute(double flops = 1e6) {
   return sc::op{.kind = sc::op_kind::compute, .stream = 0, .key = {.type = sc::op_type::fc1_fprop}, .flops = flops};
 }
 sc::op all_reduce(std::int64_t bytes = 1024, sc::collective c = sc::collective::all_reduce) {
-  return sc::op{.kind = sc::op_kind::collective, .stream = 0, .key = {.type = sc::op_type::dp_grad_reduce},
-                .coll = c, .comm = 0, .seq = 0, .bytes = bytes};
+  return sc::op{.kind = sc::op_kind::collective,
+                .stream = 0,
+                .key = {.type = sc::op_type::dp_grad_reduce},
+                .coll = c,
+                .comm = 0,
+                .seq = 0,
+                .bytes = bytes};
 }
 /// Two ranks that each compute and then all-reduce over "dp" {0, 1}.
 std::vector<sc::program> pair_step() {
@@ -322,8 +337,9 @@ TEST_CASE("simulate: what verify's structure check rejects is an invalid_argumen
   stream[0].ops[0].stream = 7;
   CHECK(simulate_error(stream, h100).find("stream 7 does not exist") != std::string::npos);
   auto peer = pair_step();
-  for (auto& p : peer) p.ops[1] = sc::op{.kind = p.rank == 0 ? sc::op_kind::send : sc::op_kind::recv, .stream = 0,
-                                          .comm = 0, .peer = 5, .bytes = 8};
+  for (auto& p : peer)
+    p.ops[1] = sc::op{
+        .kind = p.rank == 0 ? sc::op_kind::send : sc::op_kind::recv, .stream = 0, .comm = 0, .peer = 5, .bytes = 8};
   CHECK(simulate_error(peer, h100).find("peer 5 is not another rank of dp") != std::string::npos);
   auto event = pair_step();
   event[0].ops.push_back(sc::op{.kind = sc::op_kind::record, .stream = 0, .event = 3});
@@ -346,16 +362,33 @@ TEST_CASE("a GEMM shape out of range and key fields out of range are refused by 
     const char* message;
   };
   const bad_case cases[] = {
-      {"2^40 x 2^40 x 128", [](sc::op& o) { o.gemm = {std::int64_t{1} << 40, std::int64_t{1} << 40, 128, 1}; },
+      {"2^40 x 2^40 x 128",
+       [](sc::op& o) {
+         o.gemm = {std::int64_t{1} << 40, std::int64_t{1} << 40, 128, 1};
+       },
        "GEMM shape 1099511627776 x 1099511627776 x 128 in 1 group(s)"},
-      {"INT64_MAX", [](sc::op& o) { o.gemm = {std::numeric_limits<std::int64_t>::max(), 128, 128, 1}; },
+      {"INT64_MAX",
+       [](sc::op& o) {
+         o.gemm = {std::numeric_limits<std::int64_t>::max(), 128, 128, 1};
+       },
        "GEMM shape 9223372036854775807 x 128 x 128"},
-      {"m = -128", [](sc::op& o) { o.gemm = {-128, 128, 128, 1}; }, "GEMM shape -128 x 128 x 128"},
-      {"k = 0 alone", [](sc::op& o) { o.gemm = {128, 128, 0, 1}; }, "all 0 (none) or all in 1..2^31"},
-      {"no group", [](sc::op& o) { o.gemm = {128, 128, 128, 0}; }, "groups in 1..2^31"},
+      {"m = -128",
+       [](sc::op& o) {
+         o.gemm = {-128, 128, 128, 1};
+       },
+       "GEMM shape -128 x 128 x 128"},
+      {"k = 0 alone",
+       [](sc::op& o) {
+         o.gemm = {128, 128, 0, 1};
+       },
+       "all 0 (none) or all in 1..2^31"},
+      {"no group",
+       [](sc::op& o) {
+         o.gemm = {128, 128, 128, 0};
+       },
+       "groups in 1..2^31"},
       {"layer -7", [](sc::op& o) { o.key.at.layer = -7; }, "key coordinate l is -7"},
-      {"micro-batch INT_MIN", [](sc::op& o) { o.key.at.micro_batch = INT_MIN; },
-       "key coordinate mb is -2147483648"},
+      {"micro-batch INT_MIN", [](sc::op& o) { o.key.at.micro_batch = INT_MIN; }, "key coordinate mb is -2147483648"},
       {"slot dp_grad_reduce", [](sc::op& o) { o.key.slot = sc::op_type::dp_grad_reduce; },
        "slot dp_grad_reduce is not a GEMM of a TP layer"},
       {"slot 250", [](sc::op& o) { o.key.slot = static_cast<sc::op_type>(250); }, "slot 250 is no op type"},
@@ -400,15 +433,20 @@ TEST_CASE("structure_check: its quick test passes no op that the rule-by-rule ch
     return (state >> 33) % n;
   };
   const int ints[] = {-2, -1, 0, 1, 2, 3, 7, INT_MAX};
-  const double doubles[] = {0.0, -0.0, 1e6, -1.0, std::numeric_limits<double>::infinity(),
-                            std::numeric_limits<double>::quiet_NaN()};
+  const double doubles[] = {
+      0.0, -0.0, 1e6, -1.0, std::numeric_limits<double>::infinity(), std::numeric_limits<double>::quiet_NaN()};
   int rounds_with_problems = 0;
   for (int round = 0; round < 20000; ++round) {
     sc::program p = base;
     for (int change = 0; change < 1 + static_cast<int>(next(2)); ++change) {
       sc::op& o = p.ops[next(p.ops.size())];
       const int v = ints[next(std::size(ints))];
-      const std::int64_t sizes[] = {0, 1, 4096, -128, std::int64_t{1} << 31, (std::int64_t{1} << 31) + 1,
+      const std::int64_t sizes[] = {0,
+                                    1,
+                                    4096,
+                                    -128,
+                                    std::int64_t{1} << 31,
+                                    (std::int64_t{1} << 31) + 1,
                                     std::numeric_limits<std::int64_t>::max()};
       const auto size = [&] { return sizes[next(std::size(sizes))]; };
       switch (next(17)) {
@@ -514,22 +552,24 @@ TEST_CASE("simulate: a cost model's NaN, infinite or negative time names the ran
   CHECK(simulate_error(pair_step(), bad_comm_cost()).find("op 1 (dp_grad_reduce) -3.000000 us") != std::string::npos);
   sim::machine none = sim::h100_node();
   none.sms = 0;
-  CHECK(simulate_error(pair_step(), sim::analytic_cost_model(none)).find("the machine needs sms >= 1") != std::string::npos);
+  CHECK(simulate_error(pair_step(), sim::analytic_cost_model(none)).find("the machine needs sms >= 1") !=
+        std::string::npos);
   sim::machine eventless = sim::h100_node();
   eventless.event_us = std::numeric_limits<double>::quiet_NaN();
-  CHECK(simulate_error(pair_step(), sim::analytic_cost_model(eventless)).find("launch_us and event_us >= 0") != std::string::npos);
+  CHECK(simulate_error(pair_step(), sim::analytic_cost_model(eventless)).find("launch_us and event_us >= 0") !=
+        std::string::npos);
   sim::machine clockless = sim::h100_node();
   clockless.sustained_clock_mhz = -1575;
-  CHECK(simulate_error(pair_step(), sim::analytic_cost_model(clockless)).find("sustained_clock_mhz must be finite and >= 0") !=
-        std::string::npos);
+  CHECK(simulate_error(pair_step(), sim::analytic_cost_model(clockless))
+            .find("sustained_clock_mhz must be finite and >= 0") != std::string::npos);
   clockless.sustained_clock_mhz = std::nan("");
-  CHECK(simulate_error(pair_step(), sim::analytic_cost_model(clockless)).find("sustained_clock_mhz must be finite and >= 0") !=
-        std::string::npos);
+  CHECK(simulate_error(pair_step(), sim::analytic_cost_model(clockless))
+            .find("sustained_clock_mhz must be finite and >= 0") != std::string::npos);
   // An interference below 0 would run kernels beside communication faster, or backwards in time.
   sim::machine eager = sim::h100_node();
   eager.compute_interference = -2;
-  CHECK(simulate_error(pair_step(), sim::analytic_cost_model(eager)).find("compute_interference must be finite and >= 0") !=
-        std::string::npos);
+  CHECK(simulate_error(pair_step(), sim::analytic_cost_model(eager))
+            .find("compute_interference must be finite and >= 0") != std::string::npos);
   eager = sim::h100_node();
   eager.comm_interference = std::numeric_limits<double>::infinity();
   CHECK(simulate_error(pair_step(), sim::analytic_cost_model(eager)).find("(it has inf and 0.05") != std::string::npos);

@@ -6,9 +6,9 @@
 
 #include <overlap/overlap.hpp>
 #include <overlap/plan/plan.hpp>
+#include <overlap/sim/cost/analytic.hpp>
 #include <overlap/sim/machine/blackwell.hpp>
 #include <overlap/sim/machine/presets.hpp>
-#include <overlap/sim/cost/analytic.hpp>
 
 namespace ov = overlap;
 namespace sc = overlap::schedule;
@@ -40,7 +40,7 @@ TEST_CASE("the presets hold the published figures") {
   CHECK(ov::sim::h200_node().memory_capacity_bytes == 141e9);
   CHECK(gb200.gpus_per_node == 72);
   CHECK(b300.gpus_per_node == 8);
-  CHECK(b200.network_bytes_per_us == 48e3);  // ConnectX-7
+  CHECK(b200.network_bytes_per_us == 48e3);   // ConnectX-7
   CHECK(gb300.network_bytes_per_us == 96e3);  // ConnectX-8, twice ConnectX-7's achieved rate
   for (const ov::sim::machine& m : {b200, b300, gb200, gb300}) {
     CAPTURE(m.name);

@@ -26,16 +26,23 @@ std::vector<sc::program> step_of(const sc::workload& w) {
 
 /// A dense 8-layer model of hidden 1024 for the pipeline cases, `micro_batches` a step.
 sc::workload pipelined(int micro_batches) {
-  return {.num_layers = 8, .micro_batches = micro_batches, .seq_length = 1024, .hidden_size = 1024,
-          .ffn_hidden_size = 4096, .num_attention_heads = 8, .vocab_size = 32000};
+  return {.num_layers = 8,
+          .micro_batches = micro_batches,
+          .seq_length = 1024,
+          .hidden_size = 1024,
+          .ffn_hidden_size = 4096,
+          .num_attention_heads = 8,
+          .vocab_size = 32000};
 }
 
 }  // namespace
 
 TEST_CASE("buckets pack whole tensors in reverse order and close at bucket_size") {
   using t = sc::parameter_tensor;
-  const std::vector<t> chunk{{sc::op_type::qkv_fprop, 0, 0, 100}, {sc::op_type::proj_fprop, 0, 0, 300},
-                             {sc::op_type::fc1_fprop, 0, 0, 200}, {sc::op_type::fc2_fprop, 0, 0, 50},
+  const std::vector<t> chunk{{sc::op_type::qkv_fprop, 0, 0, 100},
+                             {sc::op_type::proj_fprop, 0, 0, 300},
+                             {sc::op_type::fc1_fprop, 0, 0, 200},
+                             {sc::op_type::fc2_fprop, 0, 0, 50},
                              {sc::op_type::qkv_fprop, 1, 1, 400}};
   const auto packed = sc::pack_buckets(chunk, 400, std::nullopt);
   REQUIRE(packed.size() == 3);
@@ -80,8 +87,8 @@ TEST_CASE("bucket_size changes the buckets, the program and the exposed DP time"
   const auto small = run(ov::config<ov::dp<8>, ov::overlap_grad_reduce<>, ov::bucket_size<5'000'000>>{});
   const auto medium = run(ov::config<ov::dp<8>, ov::overlap_grad_reduce<>, ov::bucket_size<40'000'000>>{});
   const auto large = run(ov::config<ov::dp<8>, ov::overlap_grad_reduce<>, ov::bucket_size<134'217'728>>{});
-  MESSAGE("buckets " << small.first << " / " << medium.first << " / " << large.first << ", exposed dp "
-                     << small.second << " / " << medium.second << " / " << large.second << " us");
+  MESSAGE("buckets " << small.first << " / " << medium.first << " / " << large.first << ", exposed dp " << small.second
+                     << " / " << medium.second << " / " << large.second << " us");
   // 8 layers of 6 tensors (norm, qkv, proj, norm, fc1, fc2), the embedding, the final norm and
   // the output layer (1024 x 4096 = 4.2 M, under 5 M). At 5 M every GEMM weight of a layer closes
   // a bucket and a norm (4,096) rides with the tensor after it in reverse order: output layer +
@@ -120,9 +127,8 @@ TEST_CASE("with DP overlap and a compute-bound backward only the last buckets' r
   // embedding backward follows); every other bucket runs under the backward of the layers below.
   const auto reduces = ops_of(o_step[0], sc::op_type::dp_grad_reduce);
   const double last = comm_time(o_step[0], *reduces.back());
-  MESSAGE("dp comm " << o.comm_us[dp_family] << " us, exposed " << o.exposed_comm_us[dp_family]
-                     << " us, last bucket " << last << " us; serial step " << s.step_time_us
-                     << " us, overlapped " << o.step_time_us);
+  MESSAGE("dp comm " << o.comm_us[dp_family] << " us, exposed " << o.exposed_comm_us[dp_family] << " us, last bucket "
+                     << last << " us; serial step " << s.step_time_us << " us, overlapped " << o.step_time_us);
   CHECK(o.exposed_comm_us[dp_family] > 0.95 * last);
   CHECK(o.exposed_comm_us[dp_family] < 0.15 * o.comm_us[dp_family]);
   CHECK(s.exposed_comm_us[dp_family] == doctest::Approx(s.comm_us[dp_family]));
@@ -133,8 +139,9 @@ TEST_CASE("with DP overlap and a compute-bound backward only the last buckets' r
   // it is left at the end. Still better than no overlap.
   const auto eight = ov::sim::simulate(o_step, h100, {.cuda_device_max_connections = 8});
   REQUIRE_FALSE(eight.deadlock);
-  MESSAGE("at 8 connections: dp comm " << eight.comm_us[dp_family] << " us, exposed " << eight.exposed_comm_us[dp_family]
-                                       << " us, step " << eight.step_time_us << " us");
+  MESSAGE("at 8 connections: dp comm " << eight.comm_us[dp_family] << " us, exposed "
+                                       << eight.exposed_comm_us[dp_family] << " us, step " << eight.step_time_us
+                                       << " us");
   CHECK(eight.comm_us[dp_family] > 1.3 * o.comm_us[dp_family]);
   CHECK(eight.exposed_comm_us[dp_family] > 2 * o.exposed_comm_us[dp_family]);
   CHECK(eight.step_time_us < s.step_time_us);
@@ -192,8 +199,10 @@ TEST_CASE("with a pipeline only the first stage reduces during its last backward
     }
     CAPTURE(stage);
     REQUIRE(first_reduce < p.ops.size());
-    if (stage == 0) CHECK(first_reduce < last_backward);  // overlapped with the last backward
-    else CHECK(first_reduce > last_send);                  // after the stage's last send
+    if (stage == 0)
+      CHECK(first_reduce < last_backward);  // overlapped with the last backward
+    else
+      CHECK(first_reduce > last_send);  // after the stage's last send
   }
   // Gradient overlap does not make the step slower than none (it did, by 6 %, when every stage's
   // reductions held its one hardware queue ahead of its last send).
@@ -232,7 +241,8 @@ TEST_CASE("aligned param gathers in an interleaved pipeline: whole chunks, when 
       const std::string name(sc::to_string(o.key.type));
       if (o.kind == sc::op_kind::compute && o.key.at.layer >= 0 && !o.key.recompute && name.ends_with("_fprop") &&
           (forwards[static_cast<std::size_t>((o.key.at.layer - stage) / 2)].empty() ||
-           o.key.at.micro_batch != p.ops[forwards[static_cast<std::size_t>((o.key.at.layer - stage) / 2)].back()].key.at.micro_batch))
+           o.key.at.micro_batch !=
+               p.ops[forwards[static_cast<std::size_t>((o.key.at.layer - stage) / 2)].back()].key.at.micro_batch))
         forwards[static_cast<std::size_t>((o.key.at.layer - stage) / 2)].push_back(i);
     }
     CAPTURE(stage);

@@ -35,8 +35,8 @@ struct only_fc2_ring {
 }  // namespace
 
 TEST_CASE("[TE-6] undeclared slots get defaults, a wgrad slot next to a non-bulk dgrad is none") {
-  using custom = ov::config<ov::tp<2>, ov::sequence_parallel<>, ov::tp_comm_overlap<>,
-                            ov::tp_comm_overlap_cfg<only_fc2_ring>>;
+  using custom =
+      ov::config<ov::tp<2>, ov::sequence_parallel<>, ov::tp_comm_overlap<>, ov::tp_comm_overlap_cfg<only_fc2_ring>>;
   constexpr auto c = custom::resolved.tp_comm_overlap_cfg;
   CHECK(c.fc2_fprop.method == ub::method::ring_exchange);
   CHECK(c.fc2_fprop.num_sm == 2);
@@ -71,15 +71,15 @@ TEST_CASE("[PP-3] pp == 1: both p2p flags off") {
   CHECK_FALSE(cfg::resolved.overlap_p2p_comm);
   CHECK_FALSE(cfg::resolved.batch_p2p_comm);
   using user = ov::config<ov::pp<4>, ov::vpp<2>, ov::overlap_p2p_comm<false>>;  // PP-8 needs pp > 2
-  CHECK_FALSE(user::resolved.overlap_p2p_comm);  // the user's value wins over PP-1
+  CHECK_FALSE(user::resolved.overlap_p2p_comm);                                 // the user's value wins over PP-1
 }
 
 TEST_CASE("[PP-12] embedding wgrad deferral off and limit 0 unless set") {
   using none = ov::config<ov::pp<2>>;
   CHECK_FALSE(none::resolved.defer_embedding_wgrad_compute);
   CHECK(none::resolved.wgrad_deferral_limit == 0);
-  using set = ov::config<ov::pp<2>, ov::defer_embedding_wgrad_compute<>,
-                         ov::gradient_accumulation_fusion<>, ov::wgrad_deferral_limit<3>>;
+  using set = ov::config<ov::pp<2>, ov::defer_embedding_wgrad_compute<>, ov::gradient_accumulation_fusion<>,
+                         ov::wgrad_deferral_limit<3>>;
   CHECK(set::resolved.defer_embedding_wgrad_compute);
   CHECK(set::resolved.wgrad_deferral_limit == 3);
 }
@@ -144,8 +144,9 @@ TEST_CASE("environment_of: the variables the run needs, by name, unset ones left
   CHECK(env[2].value == 16);
   std::ostringstream text;
   ov::write_environment(text, cfg::resolved);
-  CHECK(text.str() == "export CUDA_DEVICE_MAX_CONNECTIONS=1\nexport NVTE_FWD_LAYERNORM_SM_MARGIN=16\n"
-                      "export NVTE_BWD_LAYERNORM_SM_MARGIN=16\n");
+  CHECK(text.str() ==
+        "export CUDA_DEVICE_MAX_CONNECTIONS=1\nexport NVTE_FWD_LAYERNORM_SM_MARGIN=16\n"
+        "export NVTE_BWD_LAYERNORM_SM_MARGIN=16\n");
   CHECK(ov::environment_of(ov::config<ov::dp<8>, ov::cuda_device_max_connections<8>>::resolved).size() == 1);
 }
 
@@ -160,13 +161,12 @@ TEST_CASE("[ENV-6] CUDA_DEVICE_MAX_CONNECTIONS: 32 Blackwell, 1 TP/CP, 32 deepep
   CHECK(ov::config<ov::tp<2>>::resolved.cuda_device_max_connections == 1);
   CHECK(ov::config<ov::cp<2>>::resolved.cuda_device_max_connections == 1);
   CHECK(ov::config<ov::tp<2>, ov::gpu<ov::gpu_model::gb200>>::resolved.cuda_device_max_connections == 32);
-  using deepep = ov::config<ov::ep<8>, ov::dp<8>, ov::num_moe_experts<64>,
-                            ov::moe_token_dispatcher_type<ov::dispatcher::flex>,
-                            ov::moe_flex_dispatcher_backend<ov::flex_backend::deepep>>;
+  using deepep =
+      ov::config<ov::ep<8>, ov::dp<8>, ov::num_moe_experts<64>, ov::moe_token_dispatcher_type<ov::dispatcher::flex>,
+                 ov::moe_flex_dispatcher_backend<ov::flex_backend::deepep>>;
   CHECK(deepep::resolved.cuda_device_max_connections == 32);
   using ep_overlap_tp = ov::config<ov::tp<2>, ov::ep<8>, ov::dp<8>, ov::etp<1>, ov::num_moe_experts<64>,
-                                   ov::sequence_parallel<>,
-                                   ov::moe_token_dispatcher_type<ov::dispatcher::alltoall>,
+                                   ov::sequence_parallel<>, ov::moe_token_dispatcher_type<ov::dispatcher::alltoall>,
                                    ov::precision<ov::dtype::bf16>, ov::overlap_moe_expert_parallel_comm<>>;
   CHECK(ep_overlap_tp::resolved.cuda_device_max_connections == 8);
   using pinned = ov::config<ov::tp<2>, ov::cuda_device_max_connections<1>>;

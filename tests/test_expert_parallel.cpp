@@ -19,9 +19,9 @@ constexpr int ep_family = static_cast<int>(sc::family::ep);
 
 using moe_options = ov::config<ov::ep<8>, ov::dp<8>, ov::num_moe_experts<64>, ov::precision<ov::dtype::bf16>,
                                ov::moe_token_dispatcher_type<ov::dispatcher::alltoall>>;
-using overlapped = ov::config<ov::ep<8>, ov::dp<8>, ov::num_moe_experts<64>, ov::precision<ov::dtype::bf16>,
-                              ov::moe_token_dispatcher_type<ov::dispatcher::alltoall>,
-                              ov::overlap_moe_expert_parallel_comm<>>;
+using overlapped =
+    ov::config<ov::ep<8>, ov::dp<8>, ov::num_moe_experts<64>, ov::precision<ov::dtype::bf16>,
+               ov::moe_token_dispatcher_type<ov::dispatcher::alltoall>, ov::overlap_moe_expert_parallel_comm<>>;
 using delayed = ov::config<ov::ep<8>, ov::dp<8>, ov::num_moe_experts<64>, ov::precision<ov::dtype::bf16>,
                            ov::moe_token_dispatcher_type<ov::dispatcher::alltoall>,
                            ov::overlap_moe_expert_parallel_comm<>, ov::delay_wgrad_compute<>>;
@@ -75,7 +75,8 @@ TEST_CASE("with EP overlap, in the steady state, every all-to-all overlaps the o
     const bool last_backward = !forward && o.key.at.micro_batch == 3;
     // The first all-to-all after the unpaired warm-up forward has no forward compute of its
     // pair left to hide under: the schedule is not in its steady state yet.
-    const bool entering = o.key == sc::op_key{.type = sc::op_type::ep_combine_bprop, .at = {.layer = 3, .micro_batch = 0}};
+    const bool entering =
+        o.key == sc::op_key{.type = sc::op_type::ep_combine_bprop, .at = {.layer = 3, .micro_batch = 0}};
     if (first_forward || last_backward || entering) continue;
     double covered = 0;
     for (const auto& [s, e] : compute) covered += std::max(0.0, std::min(e, i.end_us) - std::max(s, i.start_us));
@@ -96,9 +97,8 @@ TEST_CASE("with EP overlap, in the steady state, every all-to-all overlaps the o
   CHECK(paired == 2 * 4 * 3 * 2 - 1);  // (dispatch + combine) x layers x 3 pairs x (F and B)
   REQUIRE(forward_combine_us > 0);
   for (const double us : backward_combine_us) CHECK(us > 2 * forward_combine_us);
-  MESSAGE("ep exposed: " << r.exposed_comm_us[ep_family] << " us overlapped vs "
-                         << base.exposed_comm_us[ep_family] << " us; step " << r.step_time_us
-                         << " vs " << base.step_time_us << " us");
+  MESSAGE("ep exposed: " << r.exposed_comm_us[ep_family] << " us overlapped vs " << base.exposed_comm_us[ep_family]
+                         << " us; step " << r.step_time_us << " vs " << base.step_time_us << " us");
   CHECK(r.exposed_comm_us[ep_family] < 0.6 * base.exposed_comm_us[ep_family]);
   CHECK(r.step_time_us < base.step_time_us);
 }
@@ -187,11 +187,11 @@ TEST_CASE("dense layers among MoE layers (moe_layer_freq): their MLP is the gate
   // DeepSeek-V3's first layers are dense: layer 0 here, then three MoE layers. With and without
   // EP overlap (a dense layer of a pair runs on its own), with pp 2 vpp 2 (the dense layer is
   // stage 0's first chunk).
-  using piped = ov::config<ov::ep<4>, ov::dp<4>, ov::pp<2>, ov::vpp<2>, ov::num_moe_experts<16>, ov::precision<ov::dtype::bf16>,
-                           ov::moe_token_dispatcher_type<ov::dispatcher::alltoall>>;
-  using piped_overlap = ov::config<ov::ep<4>, ov::dp<4>, ov::pp<2>, ov::vpp<2>, ov::num_moe_experts<16>,
-                                   ov::precision<ov::dtype::bf16>, ov::moe_token_dispatcher_type<ov::dispatcher::alltoall>,
-                                   ov::overlap_moe_expert_parallel_comm<>>;
+  using piped = ov::config<ov::ep<4>, ov::dp<4>, ov::pp<2>, ov::vpp<2>, ov::num_moe_experts<16>,
+                           ov::precision<ov::dtype::bf16>, ov::moe_token_dispatcher_type<ov::dispatcher::alltoall>>;
+  using piped_overlap =
+      ov::config<ov::ep<4>, ov::dp<4>, ov::pp<2>, ov::vpp<2>, ov::num_moe_experts<16>, ov::precision<ov::dtype::bf16>,
+                 ov::moe_token_dispatcher_type<ov::dispatcher::alltoall>, ov::overlap_moe_expert_parallel_comm<>>;
   sc::workload w = moe_workload();
   w.ffn_hidden_size = 8 * 768;
   w.moe_layer_pattern = {0, 1, 1, 1};

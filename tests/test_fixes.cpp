@@ -34,7 +34,8 @@ TEST_CASE("DP-9: turn grad-reduce overlap on, param-gather overlap off, or drop 
   REQUIRE(ids(rep) == std::vector<std::string_view>{"DP-9"});
   const auto found = ov::single_field_fixes(s, ids(rep));
   REQUIRE(found.size() == 1);
-  CHECK(fields(found[0]) == std::vector<std::string_view>{"distributed_optimizer", "overlap_grad_reduce", "overlap_param_gather"});
+  CHECK(fields(found[0]) ==
+        std::vector<std::string_view>{"distributed_optimizer", "overlap_grad_reduce", "overlap_param_gather"});
   for (const ov::field_fix& f : found[0].fixes) CHECK_MESSAGE(ov::validate(f.result).ok(), f.field);
   CHECK(found[0].fixes[1].result.overlap_grad_reduce == true);
   CHECK(found[0].fixes[2].result.overlap_param_gather == false);

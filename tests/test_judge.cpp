@@ -50,7 +50,9 @@ ov::settings ep_overlap_with_allgather() {
   return s;
 }
 
-bool has(const std::vector<std::string>& v, const std::string& x) { return std::find(v.begin(), v.end(), x) != v.end(); }
+bool has(const std::vector<std::string>& v, const std::string& x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
 
 const ov::plan::rule_finding& finding(const ov::plan::judgement& j, std::string_view id) {
   const auto it = std::find_if(j.findings.begin(), j.findings.end(), [&](const auto& f) { return f.rule->id == id; });

@@ -2,19 +2,19 @@
 // and all of them composed, generated once per class of symmetric ranks) verifies, with buffers
 // declared on every op, and simulates to completion within the lower bound; the composed step's
 // classes equal the full step, generated for every rank, exactly (simulation, verification, bound),
-// and the full step's simulation is the same bit for bit without the event loop's fast paths. Its own executable, built optimized: it generates, verifies
-// and simulates ~1,400 steps, the layouts on all cores (plan/parallel.hpp), each into its own
-// outcome, checked afterwards in grid order.
+// and the full step's simulation is the same bit for bit without the event loop's fast paths. Its own executable, built
+// optimized: it generates, verifies and simulates ~1,400 steps, the layouts on all cores (plan/parallel.hpp), each into
+// its own outcome, checked afterwards in grid order.
 #include <doctest/doctest.h>
 
 #include <string>
 #include <vector>
 
 #include <overlap/overlap.hpp>
-#include <overlap/sim/analysis/bound.hpp>
 #include <overlap/plan/parallel.hpp>
 #include <overlap/plan/plan.hpp>
 #include <overlap/schedule/classes.hpp>
+#include <overlap/sim/analysis/bound.hpp>
 #include <overlap/verify/verify.hpp>
 
 #include "class_check.hpp"
@@ -90,7 +90,8 @@ std::vector<plan_outcome> run(const grid_point& g, const ov::sim::cost_model& co
       const ov::settings& used = step == &plan.baseline_step ? base : g.s;
       const sc::op_type_set types = sc::used_op_types(used, ov::derive(used));
       step_outcome& x = step == &plan.baseline_step ? o.baseline : o.overlap;
-      x.problems = ov::verify::verify(*step, step == &plan.baseline_step ? plan.baseline_classes : plan.overlap_classes);
+      x.problems =
+          ov::verify::verify(*step, step == &plan.baseline_step ? plan.baseline_classes : plan.overlap_classes);
       // Data flow is checked for every family: every op that computes or moves data says which
       // buffers.
       for (const auto& p : *step)
@@ -122,8 +123,13 @@ std::vector<plan_outcome> run(const grid_point& g, const ov::sim::cost_model& co
 
 TEST_CASE("generated programs of a grid of valid layouts verify and simulate to completion") {
   const ov::sim::analytic_cost_model h100(ov::sim::h100_node());
-  const sc::workload w{.num_layers = 8, .micro_batches = 4, .seq_length = 1024, .hidden_size = 1024,
-                       .ffn_hidden_size = 3584, .moe_router_topk = 2, .moe_ffn_hidden_size = 512};
+  const sc::workload w{.num_layers = 8,
+                       .micro_batches = 4,
+                       .seq_length = 1024,
+                       .hidden_size = 1024,
+                       .ffn_hidden_size = 3584,
+                       .moe_router_topk = 2,
+                       .moe_ffn_hidden_size = 512};
   const std::vector<grid_point> grid = valid_grid();
   std::vector<std::vector<plan_outcome>> outcomes(grid.size());
   ov::plan::parallel_for(grid.size(), [&](std::size_t i) { outcomes[i] = run(grid[i], h100, w); });
@@ -158,8 +164,10 @@ TEST_CASE("generated programs of a grid of valid layouts verify and simulate to 
       }
     }
   }
-  MESSAGE(grid.size() << " valid layouts, " << plans << " plans (families alone and composed); the composed steps "
-                      "simulated with " << represented << " representatives for " << ranks << " ranks");
+  MESSAGE(grid.size() << " valid layouts, " << plans
+                      << " plans (families alone and composed); the composed steps "
+                         "simulated with "
+                      << represented << " representatives for " << ranks << " ranks");
   CHECK(composed == static_cast<int>(grid.size()));
   CHECK(represented < ranks / 2);  // the classes do merge ranks
   CHECK(grid.size() > 100);

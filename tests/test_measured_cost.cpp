@@ -54,7 +54,10 @@ std::vector<std::string> problems(const json& doc) {
 TEST_CASE("the most specific matching pattern times an op, unmatched ops keep the analytic estimate") {
   const json doc = {
       {"compute_us",
-       {{"fc1_fprop", 800.0}, {"fc1_fprop l3", 900.0}, {"fc1_fprop l3 mb1", 950.0}, {"* l0", 150.0},
+       {{"fc1_fprop", 800.0},
+        {"fc1_fprop l3", 900.0},
+        {"fc1_fprop l3 mb1", 950.0},
+        {"* l0", 150.0},
         {"fc1_fprop l0", 700.0}}},
       {"comm_us", {{"tp_all_gather", 20.0}, {"tp_all_gather qkv_fprop mb*", 40.0}, {"dp_grad_reduce", 3120.0}}}};
   const sim::measured_cost_model m(h100, doc);
@@ -96,10 +99,10 @@ TEST_CASE("equally specific entries that could time one op need an entry for wha
     return compute({.type = sc::op_type::fc1_fprop, .at = {.layer = layer, .micro_batch = 0}, .recompute = recompute});
   };
   const json tie = {{"compute_us", {{"fc1_fprop l3", 1.0}, {"fc1_fprop recompute", 2.0}}}};
-  CHECK(problems(tie) == std::vector<std::string>{
-                             "compute_us[\"fc1_fprop l3\"] and compute_us[\"fc1_fprop recompute\"]: both match "
-                             "\"fc1_fprop l3 recompute\" equally specifically; add an entry for "
-                             "\"fc1_fprop l3 recompute\""});
+  CHECK(problems(tie) ==
+        std::vector<std::string>{"compute_us[\"fc1_fprop l3\"] and compute_us[\"fc1_fprop recompute\"]: both match "
+                                 "\"fc1_fprop l3 recompute\" equally specifically; add an entry for "
+                                 "\"fc1_fprop l3 recompute\""});
   json settled = tie;
   settled["compute_us"]["fc1_fprop l3 recompute"] = 3.0;
   const sim::measured_cost_model m(h100, settled);
@@ -318,7 +321,8 @@ TEST_CASE("the grouped tie check finds exactly the ties a pass over every pair f
       while (std::getline(text, line)) got.push_back(line.substr(2));
       std::sort(got.begin(), got.end());
     }
-    if (got != want) FAIL_CHECK("round " << round << ": the grouped check finds " << got.size() << ", pairs " << want.size());
+    if (got != want)
+      FAIL_CHECK("round " << round << ": the grouped check finds " << got.size() << ", pairs " << want.size());
     with_ties += !want.empty();
   }
   CHECK(with_ties > 100);

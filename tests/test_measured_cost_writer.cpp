@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include <overlap/sim/machine/machine.hpp>
 #include <overlap/sim/cost/measured_cost.hpp>
 #include <overlap/sim/cost/measured_cost_writer.hpp>
+#include <overlap/sim/machine/machine.hpp>
 
 namespace sc = overlap::schedule;
 namespace sim = overlap::sim;
@@ -34,12 +34,24 @@ sc::program program() {
       {.kind = K::compute, .stream = 0, .key = {.type = op_type::fc1_fprop, .at = {.layer = 0, .micro_batch = 1}}},
       {.kind = K::record, .stream = 0, .key = {.type = op_type::event_record}, .event = 0},
       {.kind = K::wait, .stream = 1, .key = {.type = op_type::event_wait}, .event = 0},
-      {.kind = K::collective, .stream = 1, .key = {.type = op_type::dp_grad_reduce, .at = {.bucket = 0}},
-       .coll = sc::collective::all_reduce, .comm = 0, .bytes = 64},
-      {.kind = K::collective, .stream = 1, .key = {.type = op_type::dp_grad_reduce, .at = {.bucket = 0}},
-       .coll = sc::collective::all_reduce, .comm = 0, .bytes = 64},
-      {.kind = K::collective, .stream = 1, .key = {.at = {.layer = 1}}, .coll = sc::collective::all_gather,
-       .comm = 0, .bytes = 64},
+      {.kind = K::collective,
+       .stream = 1,
+       .key = {.type = op_type::dp_grad_reduce, .at = {.bucket = 0}},
+       .coll = sc::collective::all_reduce,
+       .comm = 0,
+       .bytes = 64},
+      {.kind = K::collective,
+       .stream = 1,
+       .key = {.type = op_type::dp_grad_reduce, .at = {.bucket = 0}},
+       .coll = sc::collective::all_reduce,
+       .comm = 0,
+       .bytes = 64},
+      {.kind = K::collective,
+       .stream = 1,
+       .key = {.at = {.layer = 1}},
+       .coll = sc::collective::all_gather,
+       .comm = 0,
+       .bytes = 64},
       {.kind = K::host_sync},
   };
   return p;
@@ -94,15 +106,18 @@ TEST_CASE("the writer rejects a time count that is not the program's, and names 
         "measured_cost_document: rank 3: 3 times for a program of 8 ops; give one time per op, in program order");
   std::vector<double> us = times;
   us[4] = -2.5;
-  CHECK(invalid(p, us) == "measured_cost_document: rank 3, op 4 'dp_grad_reduce b0': -2.5 us is negative; give "
-                          "finite microseconds >= 0");
+  CHECK(invalid(p, us) ==
+        "measured_cost_document: rank 3, op 4 'dp_grad_reduce b0': -2.5 us is negative; give "
+        "finite microseconds >= 0");
   us[4] = std::nan("");
-  CHECK(invalid(p, us) == "measured_cost_document: rank 3, op 4 'dp_grad_reduce b0': nan us is not finite; give "
-                          "finite microseconds >= 0");
+  CHECK(invalid(p, us) ==
+        "measured_cost_document: rank 3, op 4 'dp_grad_reduce b0': nan us is not finite; give "
+        "finite microseconds >= 0");
   us = times;
   us[2] = std::numeric_limits<double>::infinity();  // an op that takes no time still needs a valid one
-  CHECK(invalid(p, us) == "measured_cost_document: rank 3, op 2 'event_record': inf us is not finite; give finite "
-                          "microseconds >= 0");
+  CHECK(invalid(p, us) ==
+        "measured_cost_document: rank 3, op 2 'event_record': inf us is not finite; give finite "
+        "microseconds >= 0");
   CHECK_THROWS_WITH_AS(sim::write_measured_costs("no_such_directory/costs.json", p, times),
                        "write_measured_costs: cannot write no_such_directory/costs.json", std::runtime_error);
 }
@@ -112,8 +127,9 @@ TEST_CASE("the writer refuses a program whose keys the reader would refuse or re
   // layer -7 as "fc1_fprop mb0", which the reader applies to every fc1_fprop of that micro-batch.
   sc::program p = program();
   p.ops[0].key.type = static_cast<op_type>(200);
-  CHECK(invalid(p, times) == "measured_cost_document: rank 3, op 0: op type 200 does not exist; the program is not "
-                             "one the measured-cost reader can match (1 problem(s) in all)");
+  CHECK(invalid(p, times) ==
+        "measured_cost_document: rank 3, op 0: op type 200 does not exist; the program is not "
+        "one the measured-cost reader can match (1 problem(s) in all)");
   p = program();
   p.ops[1].key.at.layer = -7;
   CHECK(invalid(p, times).find("op 1: key coordinate l is -7") != std::string::npos);

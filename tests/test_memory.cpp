@@ -26,8 +26,8 @@ TEST_CASE("a dense model's state is Megatron-LM's 6 + 12 / dp bytes a parameter,
   // Megatron-LM counts each norm with a bias (2 h) where RMSNorm has none: its formula gives
   // 2 x 2 x 256^2 x (1.5 + 3 + 2 / 256 + 1 / 512) = 1,182,208 for the layers and the final norm,
   // 1,280 more than the 1,180,928 here; with 512,000 for the untied embedding and output layer.
-  using sharded = ov::config<ov::dp<2>, ov::distributed_optimizer<>, ov::grad_reduce_in_fp32<>,
-                             ov::precision<ov::dtype::bf16>>;
+  using sharded =
+      ov::config<ov::dp<2>, ov::distributed_optimizer<>, ov::grad_reduce_in_fp32<>, ov::precision<ov::dtype::bf16>>;
   const auto step = sharded::schedule::generate(small_gqa());
   INFO(ov::verify::verify_report(step));
   CHECK(ov::verify::verify(step).empty());
@@ -65,9 +65,9 @@ TEST_CASE("experts' optimizer state is sharded over the expert data-parallel gro
   // expert data-parallel group. Per layer: two norms 512, qkv 131,072, proj 65,536, the router
   // 256 x 8 = 2,048 (199,168 dense), and 4 local experts of 3 x 256 x 512 (1,572,864); with the
   // embedding, output layer and final norm 512,256: 910,592 dense and 3,145,728 expert.
-  using moe = ov::config<ov::ep<2>, ov::dp<4>, ov::num_moe_experts<8>, ov::distributed_optimizer<>,
-                         ov::grad_reduce_in_fp32<>, ov::moe_token_dispatcher_type<ov::dispatcher::alltoall>,
-                         ov::precision<ov::dtype::bf16>>;
+  using moe =
+      ov::config<ov::ep<2>, ov::dp<4>, ov::num_moe_experts<8>, ov::distributed_optimizer<>, ov::grad_reduce_in_fp32<>,
+                 ov::moe_token_dispatcher_type<ov::dispatcher::alltoall>, ov::precision<ov::dtype::bf16>>;
   sc::workload w = small_gqa();
   w.moe_router_topk = 2;
   w.moe_ffn_hidden_size = 512;

@@ -53,8 +53,13 @@ TEST_CASE("MLA's parameters are Megatron-LM's count") {
   CHECK(direct.qkv_parameters() == 256 * 192 + 20'512);
   CHECK(direct.mla_replicated_parameters() == 12'288 + 32);
   // DeepSeek-V3: 187,107,328 attention parameters a layer (69,666,816 + 117,440,512).
-  const sc::workload v3{.hidden_size = 7168, .num_attention_heads = 128, .multi_latent_attention = true,
-                        .q_lora_rank = 1536, .kv_lora_rank = 512, .qk_head_dim = 128, .qk_pos_emb_head_dim = 64,
+  const sc::workload v3{.hidden_size = 7168,
+                        .num_attention_heads = 128,
+                        .multi_latent_attention = true,
+                        .q_lora_rank = 1536,
+                        .kv_lora_rank = 512,
+                        .qk_head_dim = 128,
+                        .qk_pos_emb_head_dim = 64,
                         .v_head_dim = 128};
   CHECK(v3.qkv_parameters() == 69'666'816);
   CHECK(v3.qkv_parameters() + v3.proj_parameters() == 187'107'328);
@@ -78,7 +83,8 @@ TEST_CASE("MLA's GEMMs and core attention in shapes and flops") {
   const sc::op& core = find(p, {.type = sc::op_type::attn_core_fprop, .at = first});
   CHECK(core.flops == doctest::Approx(128.0 * 128 * 4 * 80));
   CHECK(core.gemm.k == 40);
-  CHECK(find(p, {.type = sc::op_type::attn_core_bprop, .at = first}).flops == doctest::Approx(2.5 * 128 * 128 * 4 * 80));
+  CHECK(find(p, {.type = sc::op_type::attn_core_bprop, .at = first}).flops ==
+        doctest::Approx(2.5 * 128 * 128 * 4 * 80));
   // Rotary embedding on q's 4 x 16 and k's shared 16 columns, read and written, goes with the qkv
   // GEMM: 2 x 128 x 80 elements on top of the add and norm's 5 x 128 x 256, in bf16.
   CHECK(qkv.memory_bytes == 2 * (5 * 128 * 256 + 2 * 128 * 80));
@@ -107,9 +113,9 @@ TEST_CASE("with tp, MLA gathers its latents and keeps its down projections whole
 }
 
 TEST_CASE("recompute_modules mla_up_proj repeats the up projections before the attention backward") {
-  using again = ov::config<ov::dp<2>, ov::precision<ov::dtype::bf16>,
-                           ov::recompute_granularity<ov::granularity::selective>,
-                           ov::recompute_modules<ov::module::mla_up_proj>>;
+  using again =
+      ov::config<ov::dp<2>, ov::precision<ov::dtype::bf16>, ov::recompute_granularity<ov::granularity::selective>,
+                 ov::recompute_modules<ov::module::mla_up_proj>>;
   const auto step = again::schedule::generate(small_mla());
   INFO(ov::verify::verify_report(step));
   CHECK(ov::verify::verify(step).empty());
@@ -130,7 +136,8 @@ TEST_CASE("recompute_modules mla_up_proj repeats the up projections before the a
 TEST_CASE("MLA's sizes are checked") {
   sc::workload w = small_mla();
   w.kv_lora_rank = 0;
-  CHECK_THROWS_WITH_AS(dp2::schedule::generate(w), doctest::Contains("with multi_latent_attention"), std::invalid_argument);
+  CHECK_THROWS_WITH_AS(dp2::schedule::generate(w), doctest::Contains("with multi_latent_attention"),
+                       std::invalid_argument);
   w = small_mla();
   w.num_attention_heads = 3;  // not a multiple of tp 2; num_query_groups and kv_channels say nothing
   CHECK_THROWS_WITH_AS(tp2::schedule::generate(w), doctest::Contains("num_attention_heads must be a multiple of tp"),
@@ -138,6 +145,7 @@ TEST_CASE("MLA's sizes are checked") {
   w = small_mla();
   w.q_lora_rank = 1 << 30;
   w.kv_lora_rank = 1 << 30;
-  CHECK_THROWS_WITH_AS(dp2::schedule::generate(w), doctest::Contains("the qkv projection's width"), std::invalid_argument);
+  CHECK_THROWS_WITH_AS(dp2::schedule::generate(w), doctest::Contains("the qkv projection's width"),
+                       std::invalid_argument);
   CHECK(sc::beyond_planned(w).size() == 2);
 }

@@ -43,8 +43,10 @@ TEST_CASE("an MTP layer runs after the model's layers, its output layer after th
   const std::size_t proj = index_of(p, {.type = sc::op_type::mtp_proj_fprop, .at = mtp});
   CHECK(index_of(p, {.type = sc::op_type::fc2_fprop, .at = {.layer = 1, .micro_batch = 0}}) < proj);
   CHECK(proj < index_of(p, {.type = sc::op_type::qkv_fprop, .at = mtp}));
-  CHECK(index_of(p, {.type = sc::op_type::fc2_fprop, .at = mtp}) < index_of(p, {.type = sc::op_type::lm_head_fprop, .at = head}));
-  CHECK(index_of(p, {.type = sc::op_type::lm_head_fprop, .at = head}) < index_of(p, {.type = sc::op_type::lm_head_fprop, .at = mtp}));
+  CHECK(index_of(p, {.type = sc::op_type::fc2_fprop, .at = mtp}) <
+        index_of(p, {.type = sc::op_type::lm_head_fprop, .at = head}));
+  CHECK(index_of(p, {.type = sc::op_type::lm_head_fprop, .at = head}) <
+        index_of(p, {.type = sc::op_type::lm_head_fprop, .at = mtp}));
   // eh_proj: 2 h to h over the micro-batch, 2 x 128 x 256 x 512 flops; with it the embedding
   // lookup, two norms and the concatenation: 10 x 128 x 256 elements in bf16.
   const sc::op& eh = find(p, {.type = sc::op_type::mtp_proj_fprop, .at = mtp});
@@ -91,8 +93,14 @@ TEST_CASE("MTP on the last stage of an interleaved tp pipeline with experts and 
                            ov::num_moe_experts<8>, ov::distributed_optimizer<>, ov::overlap_grad_reduce<>,
                            ov::moe_token_dispatcher_type<ov::dispatcher::alltoall>, ov::precision<ov::dtype::bf16>,
                            ov::overlap_moe_expert_parallel_comm<>, ov::mtp_num_layers<1>>;
-  const sc::workload w{.num_layers = 4, .micro_batches = 4, .seq_length = 256, .hidden_size = 512,
-                       .ffn_hidden_size = 1024, .num_attention_heads = 8, .vocab_size = 1024, .moe_router_topk = 2,
+  const sc::workload w{.num_layers = 4,
+                       .micro_batches = 4,
+                       .seq_length = 256,
+                       .hidden_size = 512,
+                       .ffn_hidden_size = 1024,
+                       .num_attention_heads = 8,
+                       .vocab_size = 1024,
+                       .moe_router_topk = 2,
                        .moe_ffn_hidden_size = 256};
   const auto step = every::schedule::generate(w);
   INFO(ov::verify::verify_report(step));
@@ -108,7 +116,8 @@ TEST_CASE("MTP on the last stage of an interleaved tp pipeline with experts and 
       // 256 x 512 x 2 bytes.
       std::int64_t gathered = 0;
       for (const auto& o : p.ops)
-        if (o.key.type == sc::op_type::tp_all_gather && o.key.slot == sc::op_type::mtp_proj_fprop && o.key.at.micro_batch == 0)
+        if (o.key.type == sc::op_type::tp_all_gather && o.key.slot == sc::op_type::mtp_proj_fprop &&
+            o.key.at.micro_batch == 0)
           gathered += o.bytes;
       CHECK(gathered == 256 * 1024 * 2 + 256 * 512 * 2);
     }

@@ -42,7 +42,8 @@ sc::program hand_made(std::vector<sc::buffer> buffers, std::vector<std::int64_t>
   p.buffers = std::move(buffers);
   p.buffer_bytes = std::move(bytes);
   for (auto& [reads, writes] : ops)
-    p.ops.push_back({.kind = sc::op_kind::compute, .key = {.type = sc::op_type::qkv_fprop}, .reads = reads, .writes = writes});
+    p.ops.push_back(
+        {.kind = sc::op_kind::compute, .key = {.type = sc::op_type::qkv_fprop}, .reads = reads, .writes = writes});
   return p;
 }
 const sc::buffer act{.kind = sc::buffer_kind::activation}, work{.kind = sc::buffer_kind::workspace},
@@ -69,7 +70,8 @@ std::int64_t kept_across(const sc::program& p, int l, int mb) {
   std::size_t backward = p.ops.size();
   for (std::size_t i = 0; i < p.ops.size() && backward == p.ops.size(); ++i) {
     const sc::op_key& k = p.ops[i].key;
-    if (k.at.layer == l && k.at.micro_batch == mb && (k.recompute || is_backward(k.type) || is_backward(k.slot))) backward = i;
+    if (k.at.layer == l && k.at.micro_batch == mb && (k.recompute || is_backward(k.type) || is_backward(k.slot)))
+      backward = i;
   }
   REQUIRE(backward < p.ops.size());
   std::int64_t kept = 0;
@@ -146,7 +148,8 @@ TEST_CASE("memory_of: the peak of every program of a step, and the rank that nee
   large.rank = 9;
   ov::sim::result ran;
   for (const int rank : {4, 9})
-    for (const int op : {0, 1}) ran.intervals.push_back({.rank = rank, .op = op, .start_us = 1.0 * op, .end_us = op + 1.0});
+    for (const int op : {0, 1})
+      ran.intervals.push_back({.rank = rank, .op = op, .start_us = 1.0 * op, .end_us = op + 1.0});
   const ov::sim::step_memory m = ov::sim::memory_of({small, large}, ran);
   CHECK(m.ranks == std::vector<int>{4, 9});
   REQUIRE(m.peaks.size() == 2);
@@ -161,8 +164,10 @@ TEST_CASE("the peak over a timeline: from the writer's start to the last reader'
   // In issue order a (ops 0..1) and b (ops 2..3) never meet: 100.
   CHECK(ov::sim::peak_in_issue_order(p).bytes == 100);
   // On the GPU op 2 (another stream) starts at 5, before op 1 ends at 8: both alive, 130 at 5 us.
-  std::vector<ov::sim::interval> ran{{.op = 0, .start_us = 0, .end_us = 4}, {.op = 1, .start_us = 4, .end_us = 8},
-                                     {.op = 2, .start_us = 5, .end_us = 6}, {.op = 3, .start_us = 9, .end_us = 10}};
+  std::vector<ov::sim::interval> ran{{.op = 0, .start_us = 0, .end_us = 4},
+                                     {.op = 1, .start_us = 4, .end_us = 8},
+                                     {.op = 2, .start_us = 5, .end_us = 6},
+                                     {.op = 3, .start_us = 9, .end_us = 10}};
   ov::sim::memory_peak peak = ov::sim::peak_in_time(p, ran);
   CHECK(peak.bytes == 130);
   CHECK(peak.at_us == 5);
@@ -175,10 +180,12 @@ TEST_CASE("the peak over a timeline: from the writer's start to the last reader'
   CHECK(ov::sim::memory_curve(p, ran) == std::vector<ov::sim::memory_point>{{0, 100}, {8, 30}, {10, 0}});
   // Times that do not run forward from 0 are refused.
   ran[2].end_us = 7;
-  CHECK_THROWS_WITH_AS(ov::sim::peak_in_time(p, ran), doctest::Contains("op 2 of rank 0 runs from 8"), std::invalid_argument);
+  CHECK_THROWS_WITH_AS(ov::sim::peak_in_time(p, ran), doctest::Contains("op 2 of rank 0 runs from 8"),
+                       std::invalid_argument);
   // Another rank's intervals are skipped. Ops 1 and 3 never ran (a hang): a and b hold on to
   // the end of what ran (4 us), so both are alive from 2 us.
-  const std::vector<ov::sim::interval> hung{{.op = 0, .start_us = 0, .end_us = 4}, {.op = 2, .start_us = 2, .end_us = 3},
+  const std::vector<ov::sim::interval> hung{{.op = 0, .start_us = 0, .end_us = 4},
+                                            {.op = 2, .start_us = 2, .end_us = 3},
                                             {.rank = 3, .op = 99, .start_us = 0, .end_us = 50}};
   peak = ov::sim::peak_in_time(p, hung);
   CHECK(peak.bytes == 130);
@@ -217,9 +224,9 @@ TEST_CASE("a layer keeps Korthikanti's activations, less dropout masks and score
 TEST_CASE("recompute: full keeps a layer's input alone (2 sbh/t), selective drops the attention's output") {
   const sc::workload w = multi_head();
   const std::int64_t s = 128, h = 384;
-  using full = ov::config<ov::tp<2>, ov::sequence_parallel<>, ov::dp<2>, bf16,
-                          ov::recompute_granularity<ov::granularity::full>, ov::recompute_method<ov::recompute::uniform>,
-                          ov::recompute_num_layers<1>>;
+  using full =
+      ov::config<ov::tp<2>, ov::sequence_parallel<>, ov::dp<2>, bf16, ov::recompute_granularity<ov::granularity::full>,
+                 ov::recompute_method<ov::recompute::uniform>, ov::recompute_num_layers<1>>;
   const auto f = full::schedule::generate(w);
   REQUIRE(ov::verify::verify(f).empty());
   CHECK(kept_across(f[0], 0, 0) == 2 * s * h / 2);  // Korthikanti: 2 sbh/t a layer
@@ -246,7 +253,8 @@ TEST_CASE("1F1B: stage i holds pp - i micro-batches, interleaved: its warm-up pl
   w.micro_batches = 8;
   const auto step = ov::config<ov::pp<4>, bf16>::schedule::generate(w);
   REQUIRE(ov::verify::verify(step).empty());
-  for (int stage = 0; stage < 4; ++stage) CHECK(most_in_flight(step[static_cast<std::size_t>(stage)], {stage}).first == 4 - stage);
+  for (int stage = 0; stage < 4; ++stage)
+    CHECK(most_in_flight(step[static_cast<std::size_t>(stage)], {stage}).first == 4 - stage);
   // pp 4, vpp 2, 8 micro-batches: rank r holds layers r and r + 4. Megatron's warm-up is
   // 2 (pp - r - 1) + (vpp - 1) pp forwards, 10 on rank 0 and 4 on rank 3; the first backward
   // comes after one more. With overlap_p2p_comm the receive of the next forward's input is
@@ -266,9 +274,9 @@ TEST_CASE("1F1B: stage i holds pp - i micro-batches, interleaved: its warm-up pl
 TEST_CASE("EP overlap holds a second micro-batch's layer while the first's backward runs") {
   using plain = ov::config<ov::ep<2>, ov::dp<2>, ov::num_moe_experts<4>, bf16,
                            ov::moe_token_dispatcher_type<ov::dispatcher::alltoall>>;
-  using overlapped = ov::config<ov::ep<2>, ov::dp<2>, ov::num_moe_experts<4>, bf16,
-                                ov::moe_token_dispatcher_type<ov::dispatcher::alltoall>,
-                                ov::overlap_moe_expert_parallel_comm<>>;
+  using overlapped =
+      ov::config<ov::ep<2>, ov::dp<2>, ov::num_moe_experts<4>, bf16,
+                 ov::moe_token_dispatcher_type<ov::dispatcher::alltoall>, ov::overlap_moe_expert_parallel_comm<>>;
   sc::workload w = small_gqa();
   w.moe_router_topk = 2;
   w.moe_ffn_hidden_size = 512;
@@ -324,7 +332,8 @@ TEST_CASE("the loss keeps its fp32 softmax over the rank's vocabulary, routed to
   const auto step = tp2::schedule::generate(small_gqa());
   for (std::size_t b = 0; b < step[0].buffers.size(); ++b)
     if (step[0].buffers[b].kind == sc::buffer_kind::loss) CHECK(step[0].buffer_bytes[b] == 128 * 500 * 4);
-  using moe = ov::config<ov::ep<2>, ov::dp<2>, ov::num_moe_experts<4>, bf16, ov::moe_token_dispatcher_type<ov::dispatcher::alltoall>>;
+  using moe = ov::config<ov::ep<2>, ov::dp<2>, ov::num_moe_experts<4>, bf16,
+                         ov::moe_token_dispatcher_type<ov::dispatcher::alltoall>>;
   sc::workload w = small_gqa();
   w.moe_router_topk = 2;
   w.moe_ffn_hidden_size = 512;
@@ -357,8 +366,8 @@ TEST_CASE("the timelines show memory: Perfetto counters per rank, a lane in the 
   ov::trace::write_chrome_trace(trace, step, r);
   CHECK(trace.str().find(R"("name":"memory","ph":"C","pid":1,"ts":0,"args":{"GB":)") != std::string::npos);
   ov::trace::write_svg_timeline(svg, step, r);
-  const std::int64_t peak = std::max(ov::sim::peak_in_time(step[0], r.intervals).bytes,
-                                     ov::sim::peak_in_time(step[1], r.intervals).bytes);
+  const std::int64_t peak =
+      std::max(ov::sim::peak_in_time(step[0], r.intervals).bytes, ov::sim::peak_in_time(step[1], r.intervals).bytes);
   CHECK(svg.str().find("<polygon class=\"memory\"") != std::string::npos);
   CHECK(svg.str().find("peak " + ov::trace::detail::px(static_cast<double>(peak) / 1e9) + " GB") != std::string::npos);
   // A program whose sizes the analysis refuses has no counter and no lane; the rest is drawn.
@@ -377,14 +386,14 @@ TEST_CASE("MLA's latents, gathered for the qkv slot, live to the recompute of th
   // Latents 64 + 32 + 16 = 112 wide over the whole sequence (128 tokens, bf16): outside the qkv
   // slot's userbuffer, which the next layer reuses, and alive into the backward.
   const sc::workload w = test_queries::small_mla();
-  using again = ov::config<ov::tp<2>, ov::sequence_parallel<>, ov::tp_comm_overlap<>, bf16,
-                           ov::recompute_granularity<ov::granularity::selective>,
-                           ov::recompute_modules<ov::module::mla_up_proj>>;
+  using again =
+      ov::config<ov::tp<2>, ov::sequence_parallel<>, ov::tp_comm_overlap<>, bf16,
+                 ov::recompute_granularity<ov::granularity::selective>, ov::recompute_modules<ov::module::mla_up_proj>>;
   using plain = ov::config<ov::tp<2>, ov::sequence_parallel<>, ov::tp_comm_overlap<>, bf16>;
   const auto step = again::schedule::generate(w);
   REQUIRE(ov::verify::verify(step).empty());
-  const sc::buffer latents{.kind = sc::buffer_kind::gathered, .of = sc::op_type::qkv_fprop,
-                           .at = {.layer = 0, .micro_batch = 0}};
+  const sc::buffer latents{
+      .kind = sc::buffer_kind::gathered, .of = sc::op_type::qkv_fprop, .at = {.layer = 0, .micro_batch = 0}};
   const auto bytes_of = [&](const sc::program& p) {
     const auto i = static_cast<std::size_t>(std::find(p.buffers.begin(), p.buffers.end(), latents) - p.buffers.begin());
     REQUIRE(i < p.buffers.size());
@@ -395,11 +404,12 @@ TEST_CASE("MLA's latents, gathered for the qkv slot, live to the recompute of th
 }
 
 TEST_CASE("ep_overlap_early_attn_memory_release: attention backward before the experts, freed sooner") {
-  using later = ov::config<ov::ep<2>, ov::dp<2>, ov::num_moe_experts<4>, bf16,
-                           ov::moe_token_dispatcher_type<ov::dispatcher::alltoall>, ov::overlap_moe_expert_parallel_comm<>>;
+  using later =
+      ov::config<ov::ep<2>, ov::dp<2>, ov::num_moe_experts<4>, bf16,
+                 ov::moe_token_dispatcher_type<ov::dispatcher::alltoall>, ov::overlap_moe_expert_parallel_comm<>>;
   using early = ov::config<ov::ep<2>, ov::dp<2>, ov::num_moe_experts<4>, bf16,
-                           ov::moe_token_dispatcher_type<ov::dispatcher::alltoall>, ov::overlap_moe_expert_parallel_comm<>,
-                           ov::ep_overlap_early_attn_memory_release<>>;
+                           ov::moe_token_dispatcher_type<ov::dispatcher::alltoall>,
+                           ov::overlap_moe_expert_parallel_comm<>, ov::ep_overlap_early_attn_memory_release<>>;
   sc::workload w = small_gqa();
   w.moe_router_topk = 2;
   w.moe_ffn_hidden_size = 512;

@@ -77,14 +77,23 @@ TEST_CASE("interleaved 1F1B: upstream's schedule table, warm-up and chunk order"
   using a = sc::pp_action;
   // pp 2, vpp 2, 2 micro-batches: the table is (mb0 c0)(mb1 c0)(mb0 c1)(mb1 c1); the last stage
   // warms up with (vpp - 1) * pp = 2 forwards, the first with 2 more.
-  CHECK(sc::pipeline_order(1, 2, 2, 2) ==
-        std::vector<a>{{true, 0, 0}, {true, 1, 0}, {true, 0, 1}, {false, 0, 1}, {true, 1, 1},
-                       {false, 1, 1}, {false, 0, 0}, {false, 1, 0}});
-  CHECK(sc::pipeline_order(0, 2, 2, 2) ==
-        std::vector<a>{{true, 0, 0}, {true, 1, 0}, {true, 0, 1}, {true, 1, 1}, {false, 0, 1},
-                       {false, 1, 1}, {false, 0, 0}, {false, 1, 0}});
-  CHECK(sc::pipeline_order(0, 4, 1, 2) ==
-        std::vector<a>{{true, 0, 0}, {true, 1, 0}, {false, 0, 0}, {false, 1, 0}});
+  CHECK(sc::pipeline_order(1, 2, 2, 2) == std::vector<a>{{true, 0, 0},
+                                                         {true, 1, 0},
+                                                         {true, 0, 1},
+                                                         {false, 0, 1},
+                                                         {true, 1, 1},
+                                                         {false, 1, 1},
+                                                         {false, 0, 0},
+                                                         {false, 1, 0}});
+  CHECK(sc::pipeline_order(0, 2, 2, 2) == std::vector<a>{{true, 0, 0},
+                                                         {true, 1, 0},
+                                                         {true, 0, 1},
+                                                         {true, 1, 1},
+                                                         {false, 0, 1},
+                                                         {false, 1, 1},
+                                                         {false, 0, 0},
+                                                         {false, 1, 0}});
+  CHECK(sc::pipeline_order(0, 4, 1, 2) == std::vector<a>{{true, 0, 0}, {true, 1, 0}, {false, 0, 0}, {false, 1, 0}});
   CHECK_THROWS_AS(sc::pipeline_order(0, 4, 2, 6), std::invalid_argument);  // 6 % 4 != 0
   // Every stage runs every (micro-batch, chunk) once forward and once backward.
   for (int stage = 0; stage < 4; ++stage) {

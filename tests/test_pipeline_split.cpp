@@ -49,10 +49,13 @@ TEST_CASE("the layout string: stages by '|', groups and characters repeated, com
   CHECK(doc[0] == sc::layout_stage{1, 3, 0, 0});
   CHECK(doc[30] == sc::layout_stage{0, 0, 1, 0});
   CHECK(doc[31] == sc::layout_stage{0, 0, 0, 1});
-  CHECK_THROWS_WITH_AS(sc::parse_pipeline_layout("Et|(tt|*3"), doctest::Contains("'(' is not closed at character 4"), std::invalid_argument);
+  CHECK_THROWS_WITH_AS(sc::parse_pipeline_layout("Et|(tt|*3"), doctest::Contains("'(' is not closed at character 4"),
+                       std::invalid_argument);
   CHECK_THROWS_WITH_AS(sc::parse_pipeline_layout("Etx|L"), doctest::Contains("unexpected 'x'"), std::invalid_argument);
-  CHECK_THROWS_WITH_AS(sc::parse_pipeline_layout("Et*|L"), doctest::Contains("'*' needs a count"), std::invalid_argument);
-  CHECK_THROWS_WITH_AS(sc::parse_pipeline_layout("(t*999999)*999999"), doctest::Contains("over"), std::invalid_argument);
+  CHECK_THROWS_WITH_AS(sc::parse_pipeline_layout("Et*|L"), doctest::Contains("'*' needs a count"),
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(sc::parse_pipeline_layout("(t*999999)*999999"), doctest::Contains("over"),
+                       std::invalid_argument);
 }
 
 TEST_CASE("DeepSeek-V3's layout: 61 layers and one MTP layer on pp 8 x vpp 4") {
@@ -88,9 +91,10 @@ TEST_CASE("Qwen3-235B's accounting: 94 layers + embedding + loss on pp 8 is 12 a
   CHECK(v.back() == 5);
   CHECK(per_stage(v, 8) == std::vector<int>{11, 12, 12, 12, 12, 12, 12, 11});
   w.account_for_loss_in_pipeline_split = false;
-  CHECK(problem(w, 8, 1) == "num_layers (94 + 1 for the embedding/loss) must be a multiple of pp x vpp (8) (Megatron-Core "
-                            "refuses it too); give pipeline_model_parallel_layout or num_layers_in_first/last_pipeline_stage "
-                            "for an uneven split");
+  CHECK(problem(w, 8, 1) ==
+        "num_layers (94 + 1 for the embedding/loss) must be a multiple of pp x vpp (8) (Megatron-Core "
+        "refuses it too); give pipeline_model_parallel_layout or num_layers_in_first/last_pipeline_stage "
+        "for an uneven split");
 }
 
 TEST_CASE("first and last stage counts: the others share the rest evenly, each stage split over its chunks") {
@@ -104,7 +108,8 @@ TEST_CASE("first and last stage counts: the others share the rest evenly, each s
   w.num_layers_in_last_pipeline_stage = 0;
   CHECK(split(w, 4, 1) == std::vector<int>{6, 8, 8, 8});
   w.num_layers_in_first_pipeline_stage = 5;
-  CHECK(problem(w, 4, 1) == "the layers left by num_layers_in_first/last_pipeline_stage (25) must split evenly over the other 3 stages");
+  CHECK(problem(w, 4, 1) ==
+        "the layers left by num_layers_in_first/last_pipeline_stage (25) must split evenly over the other 3 stages");
   w.num_layers_in_first_pipeline_stage = 6;
   CHECK(problem(w, 4, 4) == "pipeline stage 0's 6 layers must split evenly over its 4 chunks (vpp)");
   w.account_for_loss_in_pipeline_split = true;
@@ -142,5 +147,6 @@ TEST_CASE("an uneven pipeline's step: each stage runs its own layers, verifies a
   CHECK_FALSE(res.deadlock);
   // Split evenly, the same model fails: 9 is not a multiple of 8.
   w.pipeline_layout.clear();
-  CHECK_THROWS_WITH_AS(sc::compose_step(s, r, w), doctest::Contains("must be a multiple of pp x vpp (8)"), std::invalid_argument);
+  CHECK_THROWS_WITH_AS(sc::compose_step(s, r, w), doctest::Contains("must be a multiple of pp x vpp (8)"),
+                       std::invalid_argument);
 }

@@ -12,9 +12,8 @@ template <class Preset>
 constexpr ov::report check_in_matching_run() {
   constexpr auto run = ov::rules::parse_preset_name(Preset::preset_name);
   constexpr auto gpu = run.b200_family ? ov::gpu_model::b200 : ov::gpu_model::h100;
-  return ov::check<ov::tp<run.tp>, ov::cp<run.cp.value_or(1)>, ov::sequence_parallel<>,
-                   ov::fp8<run.fp8>, ov::gpu<gpu>, ov::tp_comm_overlap<>,
-                   ov::tp_comm_overlap_cfg<Preset>>();
+  return ov::check<ov::tp<run.tp>, ov::cp<run.cp.value_or(1)>, ov::sequence_parallel<>, ov::fp8<run.fp8>, ov::gpu<gpu>,
+                   ov::tp_comm_overlap<>, ov::tp_comm_overlap_cfg<Preset>>();
 }
 
 template <class... Presets>
@@ -27,12 +26,9 @@ TEST_CASE("every preset is valid, without TP-18, in the run its name describes")
   const int valid = count_valid_without_notes<
       ub::userbuffers_bf16_h100_h8192_tp4_mbs1_seqlen8192, ub::userbuffers_fp8_h100_h8192_tp4_mbs1_seqlen8192,
       ub::userbuffers_bf16_b200_h8192_tp2_mbs1_seqlen8192, ub::userbuffers_fp8_b200_h8192_tp2_mbs1_seqlen8192,
-      ub::userbuffers_bf16_h100_h16384_tp8_cp2_mbs1_seqlen8192,
-      ub::userbuffers_fp8_h100_h16384_tp8_cp2_mbs1_seqlen8192,
-      ub::userbuffers_bf16_b200_h16384_tp4_cp2_mbs1_seqlen8192,
-      ub::userbuffers_fp8_b200_h16384_tp4_cp2_mbs1_seqlen8192,
-      ub::userbuffers_fp8_h100_h8192_tp2_mbs1_seqlen4096_lora,
-      ub::userbuffers_fp8_h100_h16384_tp4_mbs1_seqlen2048_lora,
+      ub::userbuffers_bf16_h100_h16384_tp8_cp2_mbs1_seqlen8192, ub::userbuffers_fp8_h100_h16384_tp8_cp2_mbs1_seqlen8192,
+      ub::userbuffers_bf16_b200_h16384_tp4_cp2_mbs1_seqlen8192, ub::userbuffers_fp8_b200_h16384_tp4_cp2_mbs1_seqlen8192,
+      ub::userbuffers_fp8_h100_h8192_tp2_mbs1_seqlen4096_lora, ub::userbuffers_fp8_h100_h16384_tp4_mbs1_seqlen2048_lora,
       ub::userbuffers_bf16_h100_h6144_tp2_mbs2_seqlen2048, ub::userbuffers_fp8_h100_h6144_tp2_mbs2_seqlen2048,
       ub::userbuffers_bf16_h100_h12288_tp4_mbs1_seqlen2048, ub::userbuffers_fp8_h100_h12288_tp4_mbs1_seqlen2048,
       ub::userbuffers_bf16_b200_h12288_tp4_mbs1_seqlen2048, ub::userbuffers_fp8_b200_h12288_tp4_mbs1_seqlen2048,

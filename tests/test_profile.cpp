@@ -204,8 +204,8 @@ TEST_CASE("GEMMs between grid points: each interior grid line held out is predic
   CHECK(e.count == 5 * 50 + 8 * 35 + 3 * 70);
   CHECK(e.geomean() <= 1.07);
   CHECK(beyond <= e.count / 100);
-  MESSAGE("held-out GEMMs: geometric-mean factor " << e.geomean() << ", worst " << e.worst << ", " << beyond
-                                                   << " of " << e.count << " beyond x1.25");
+  MESSAGE("held-out GEMMs: geometric-mean factor " << e.geomean() << ", worst " << e.worst << ", " << beyond << " of "
+                                                   << e.count << " beyond x1.25");
 }
 
 TEST_CASE("grouped GEMMs of a model the profile has not measured: each model predicted from the other's rows") {

@@ -9,8 +9,8 @@
 
 #include <overlap/overlap.hpp>
 #include <overlap/schedule/step.hpp>
-#include <overlap/sim/machine/blackwell.hpp>
 #include <overlap/sim/cost/analytic.hpp>
+#include <overlap/sim/machine/blackwell.hpp>
 #include <overlap/sim/simulate.hpp>
 
 namespace ov = overlap;
@@ -18,13 +18,21 @@ namespace sc = overlap::schedule;
 
 namespace {
 sc::workload small_moe() {
-  return {.num_layers = 2, .micro_batches = 2, .seq_length = 1024, .micro_batch_size = 1, .hidden_size = 1024,
-          .ffn_hidden_size = 4096, .num_attention_heads = 8, .vocab_size = 4096, .moe_router_topk = 2,
+  return {.num_layers = 2,
+          .micro_batches = 2,
+          .seq_length = 1024,
+          .micro_batch_size = 1,
+          .hidden_size = 1024,
+          .ffn_hidden_size = 4096,
+          .num_attention_heads = 8,
+          .vocab_size = 4096,
+          .moe_router_topk = 2,
           .moe_ffn_hidden_size = 512};
 }
 template <class... Extra>
-using moe = ov::config<ov::ep<2>, ov::dp<2>, ov::num_moe_experts<8>, ov::moe_shared_expert_intermediate_size<512>,
-                       ov::moe_token_dispatcher_type<ov::dispatcher::alltoall>, ov::precision<ov::dtype::bf16>, Extra...>;
+using moe =
+    ov::config<ov::ep<2>, ov::dp<2>, ov::num_moe_experts<8>, ov::moe_shared_expert_intermediate_size<512>,
+               ov::moe_token_dispatcher_type<ov::dispatcher::alltoall>, ov::precision<ov::dtype::bf16>, Extra...>;
 
 sc::gemm_format format_of(const sc::program& p, sc::op_type t) {
   for (const auto& o : p.ops)
@@ -49,16 +57,17 @@ TEST_CASE("fp8 and fp4 quantize the GEMMs of Transformer Engine's modules, nothi
                                    std::pair{moe<ov::fp4<>>::schedule::generate(small_moe()), sc::gemm_format::fp4},
                                    std::pair{moe<>::schedule::generate(small_moe()), sc::gemm_format::native}}) {
     const sc::program& p = step[0];
-    for (const sc::op_type t : {sc::op_type::qkv_fprop, sc::op_type::qkv_wgrad, sc::op_type::proj_dgrad,
-                                sc::op_type::experts_fprop, sc::op_type::experts_wgrad, sc::op_type::shared_experts_dgrad})
+    for (const sc::op_type t :
+         {sc::op_type::qkv_fprop, sc::op_type::qkv_wgrad, sc::op_type::proj_dgrad, sc::op_type::experts_fprop,
+          sc::op_type::experts_wgrad, sc::op_type::shared_experts_dgrad})
       CHECK(format_of(p, t) == want);
     for (const sc::op_type t : {sc::op_type::attn_core_fprop, sc::op_type::router_fprop, sc::op_type::lm_head_fprop,
                                 sc::op_type::layernorm_fprop, sc::op_type::permute_fprop, sc::op_type::optimizer_step})
       CHECK(format_of(p, t) == sc::gemm_format::native);
   }
   using both = moe<ov::fp8<>, ov::fp4<>>;
-  CHECK_THROWS_WITH_AS(both::schedule::generate(small_moe()),
-                       doctest::Contains("fp8 and fp4 are both set"), std::invalid_argument);
+  CHECK_THROWS_WITH_AS(both::schedule::generate(small_moe()), doctest::Contains("fp8 and fp4 are both set"),
+                       std::invalid_argument);
 }
 
 TEST_CASE("a quantized GEMM runs at the machine's speedup, its module's memory-bound kernels as before") {

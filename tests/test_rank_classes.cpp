@@ -53,8 +53,13 @@ ov::settings settings_of(const layout_case& c) {
   return s;
 }
 
-const sc::workload small{.num_layers = 8, .micro_batches = 8, .seq_length = 1024, .hidden_size = 1024,
-                         .ffn_hidden_size = 3584, .moe_router_topk = 2, .moe_ffn_hidden_size = 512};
+const sc::workload small{.num_layers = 8,
+                         .micro_batches = 8,
+                         .seq_length = 1024,
+                         .hidden_size = 1024,
+                         .ffn_hidden_size = 3584,
+                         .moe_router_topk = 2,
+                         .moe_ffn_hidden_size = 512};
 
 sc::workload workload_of(const layout_case& c) {
   sc::workload w = small;
@@ -85,7 +90,8 @@ TEST_CASE("MoE and pipeline layouts, and placements that break symmetry, simulat
     const auto cost = cost_of(cases[i].gpus_per_node);
     const sc::workload w = workload_of(cases[i]);
     const auto full_step = sc::compose_step(s, ov::derive(s), w);
-    out[i] = compare_classes(s, w, cost, full_step, ov::sim::simulate(full_step, cost, ov::plan::options_for(ov::derive(s))));
+    out[i] = compare_classes(s, w, cost, full_step,
+                             ov::sim::simulate(full_step, cost, ov::plan::options_for(ov::derive(s))));
   });
   for (std::size_t i = 0; i < cases.size(); ++i) {
     const std::string name = cases[i].name;
@@ -157,7 +163,8 @@ TEST_CASE("the verifier checks a class step on its representatives, with the ful
   };
   const auto drop_dp_waits = [&](sc::program& p) {
     std::erase_if(p.ops, [&](const sc::op& o) {
-      return o.kind == sc::op_kind::wait && p.streams[static_cast<std::size_t>(o.stream)].role == sc::stream_role::dp_comm;
+      return o.kind == sc::op_kind::wait &&
+             p.streams[static_cast<std::size_t>(o.stream)].role == sc::stream_role::dp_comm;
     });
   };
   {
@@ -178,7 +185,8 @@ TEST_CASE("the verifier checks a class step on its representatives, with the ful
     std::vector<sc::program> reps = step.representatives;
     sc::program& p = reps[1];
     const std::size_t i = first_of(p, [&](const sc::op& o) {
-      return o.kind == sc::op_kind::collective && p.comms[static_cast<std::size_t>(o.comm)].ranks == std::vector<int>{0, 1};
+      return o.kind == sc::op_kind::collective &&
+             p.comms[static_cast<std::size_t>(o.comm)].ranks == std::vector<int>{0, 1};
     });
     REQUIRE(i < p.ops.size());
     p.ops[i].bytes += 2;

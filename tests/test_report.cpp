@@ -9,16 +9,14 @@
 namespace ov = overlap;
 
 namespace {
-using moe_options_valid = ov::config<ov::ep<8>, ov::dp<8>, ov::num_moe_experts<64>,
-                                     ov::moe_token_dispatcher_type<ov::dispatcher::alltoall>,
-                                     ov::precision<ov::dtype::bf16>,
-                                     ov::overlap_moe_expert_parallel_comm<>>;
+using moe_options_valid =
+    ov::config<ov::ep<8>, ov::dp<8>, ov::num_moe_experts<64>, ov::moe_token_dispatcher_type<ov::dispatcher::alltoall>,
+               ov::precision<ov::dtype::bf16>, ov::overlap_moe_expert_parallel_comm<>>;
 }  // namespace
 
 TEST_CASE("a valid configuration: no violation, resolved engaged") {
   constexpr ov::report r =
-      ov::check<ov::ep<8>, ov::dp<8>, ov::num_moe_experts<64>,
-                ov::moe_token_dispatcher_type<ov::dispatcher::alltoall>,
+      ov::check<ov::ep<8>, ov::dp<8>, ov::num_moe_experts<64>, ov::moe_token_dispatcher_type<ov::dispatcher::alltoall>,
                 ov::precision<ov::dtype::bf16>, ov::overlap_moe_expert_parallel_comm<>>();
   static_assert(r.ok());
   CHECK(r.count() == 0);
@@ -28,9 +26,8 @@ TEST_CASE("a valid configuration: no violation, resolved engaged") {
 }
 
 TEST_CASE("an invalid configuration: every violated rule, in table order, no resolved") {
-  constexpr ov::report r = ov::check<ov::tp<4>, ov::pp<4>, ov::dp<8>, ov::ep<16>, ov::etp<1>,
-                                     ov::num_moe_experts<128>, ov::tp_comm_overlap<>,
-                                     ov::overlap_moe_expert_parallel_comm<>>();
+  constexpr ov::report r = ov::check<ov::tp<4>, ov::pp<4>, ov::dp<8>, ov::ep<16>, ov::etp<1>, ov::num_moe_experts<128>,
+                                     ov::tp_comm_overlap<>, ov::overlap_moe_expert_parallel_comm<>>();
   static_assert(r.violates("EP-3"));
   CHECK(r.count() == 4);
   std::string ids;
@@ -86,9 +83,8 @@ TEST_CASE("validate() on out-of-domain run-time values reports only OPT-3") {
 
 TEST_CASE("cfg::settings holds the user's values, short and long names are one field") {
   using short_names = ov::config<ov::tp<2>, ov::pp<2>, ov::dp<4>, ov::sequence_parallel<>>;
-  using long_names =
-      ov::config<ov::tensor_model_parallel_size<2>, ov::pipeline_model_parallel_size<2>,
-                 ov::data_parallel_size<4>, ov::sequence_parallel<true>>;
+  using long_names = ov::config<ov::tensor_model_parallel_size<2>, ov::pipeline_model_parallel_size<2>,
+                                ov::data_parallel_size<4>, ov::sequence_parallel<true>>;
   static_assert(short_names::settings == long_names::settings);
   CHECK(short_names::settings.tensor_model_parallel_size == 2);
   CHECK_FALSE(short_names::settings.virtual_pipeline_model_parallel_size.has_value());

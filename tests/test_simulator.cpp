@@ -32,20 +32,27 @@ sim::machine toy() {
 }
 
 sc::op gemm(int stream, int layer, double flops = 1e9) {  // 10 us on the whole GPU
-  return sc::op{.kind = sc::op_kind::compute, .stream = stream,
-                .key = {.type = sc::op_type::fc1_fprop, .at = {.layer = layer}}, .flops = flops};
+  return sc::op{.kind = sc::op_kind::compute,
+                .stream = stream,
+                .key = {.type = sc::op_type::fc1_fprop, .at = {.layer = layer}},
+                .flops = flops};
 }
 sc::op all_reduce(int stream, int comm, std::int64_t seq, int bucket,
                   std::int64_t bytes = 10'000) {  // 10 us between two ranks
-  return sc::op{.kind = sc::op_kind::collective, .stream = stream,
+  return sc::op{.kind = sc::op_kind::collective,
+                .stream = stream,
                 .key = {.type = sc::op_type::dp_grad_reduce, .at = {.bucket = bucket}},
-                .coll = sc::collective::all_reduce, .comm = comm, .seq = seq, .bytes = bytes};
+                .coll = sc::collective::all_reduce,
+                .comm = comm,
+                .seq = seq,
+                .bytes = bytes};
 }
 
 sc::program two_rank_program(int rank, int streams, std::vector<sc::op> ops) {
   sc::program p;
   p.rank = rank;
-  for (int s = 0; s < streams; ++s) p.streams.push_back({s == 0 ? sc::stream_role::compute : sc::stream_role::dp_comm, 0});
+  for (int s = 0; s < streams; ++s)
+    p.streams.push_back({s == 0 ? sc::stream_role::compute : sc::stream_role::dp_comm, 0});
   p.comms = {{"dp", {0, 1}}, {"dp2", {0, 1}}};
   p.num_events = 2;
   p.ops = std::move(ops);
@@ -117,8 +124,7 @@ TEST_CASE("compute beside communication runs slower by the traffic the transfers
   // Once the transfer ends the GEMM runs at full speed again, and without one it never slows: a
   // GEMM issued after the all-reduce's end takes its 10 us.
   std::vector<sc::program> after;
-  for (int rank = 0; rank < 2; ++rank)
-    after.push_back(two_rank_program(rank, 1, {all_reduce(0, 0, 0, 0), gemm(0, 0)}));
+  for (int rank = 0; rank < 2; ++rank) after.push_back(two_rank_program(rank, 1, {all_reduce(0, 0, 0, 0), gemm(0, 0)}));
   const sim::result r = sim::simulate(after, sim::analytic_cost_model(m));
   CHECK(interval_of(r, 0, 1).end_us - interval_of(r, 0, 1).start_us == doctest::Approx(10.0));
 }
@@ -129,11 +135,10 @@ TEST_CASE("one hardware queue blocks an independent collective behind an event w
   const sim::analytic_cost_model cost(toy());
   std::vector<sc::program> step;
   for (int rank = 0; rank < 2; ++rank)
-    step.push_back(two_rank_program(rank, 3, {gemm(0, 0),
-                                               sc::op{.kind = sc::op_kind::record, .stream = 0, .event = 0},
-                                               sc::op{.kind = sc::op_kind::wait, .stream = 1, .event = 0},
-                                               all_reduce(1, 0, 0, 0),
-                                               all_reduce(2, 1, 0, 1)}));
+    step.push_back(two_rank_program(
+        rank, 3,
+        {gemm(0, 0), sc::op{.kind = sc::op_kind::record, .stream = 0, .event = 0},
+         sc::op{.kind = sc::op_kind::wait, .stream = 1, .event = 0}, all_reduce(1, 0, 0, 0), all_reduce(2, 1, 0, 1)}));
   const sim::result many = sim::simulate(step, cost, {.cuda_device_max_connections = 8});
   const sim::result one = sim::simulate(step, cost, {.cuda_device_max_connections = 1});
   CHECK(interval_of(many, 0, 4).start_us == doctest::Approx(0.0));
@@ -143,9 +148,8 @@ TEST_CASE("one hardware queue blocks an independent collective behind an event w
 
 TEST_CASE("a collective transfers only when every member has launched it") {
   const sim::analytic_cost_model cost(toy());
-  std::vector<sc::program> step{
-      two_rank_program(0, 2, {all_reduce(1, 0, 0, 0)}),
-      two_rank_program(1, 2, {gemm(1, 1, 3e9), all_reduce(1, 0, 0, 0)})};
+  std::vector<sc::program> step{two_rank_program(0, 2, {all_reduce(1, 0, 0, 0)}),
+                                two_rank_program(1, 2, {gemm(1, 1, 3e9), all_reduce(1, 0, 0, 0)})};
   const sim::result r = sim::simulate(step, cost);
   REQUIRE_FALSE(r.deadlock);
   CHECK(interval_of(r, 0, 0).start_us == doctest::Approx(30.0));  // rank 1's GEMM: 30 us
@@ -159,8 +163,7 @@ TEST_CASE("the host pays the launch cost per op and stops at a host sync") {
   const sim::analytic_cost_model cost(m);
   std::vector<sc::program> step;
   for (int rank = 0; rank < 2; ++rank)
-    step.push_back(two_rank_program(rank, 1, {gemm(0, 0), sc::op{.kind = sc::op_kind::host_sync},
-                                               gemm(0, 1)}));
+    step.push_back(two_rank_program(rank, 1, {gemm(0, 0), sc::op{.kind = sc::op_kind::host_sync}, gemm(0, 1)}));
   const sim::result r = sim::simulate(step, cost);
   CHECK(interval_of(r, 0, 0).start_us == doctest::Approx(2.0));   // issued after one launch
   CHECK(interval_of(r, 0, 2).start_us == doctest::Approx(14.0));  // sync at 12, then one launch
@@ -169,9 +172,8 @@ TEST_CASE("the host pays the launch cost per op and stops at a host sync") {
 
 TEST_CASE("collectives issued in opposite orders hang, and the wait-for graph says where") {
   const sim::analytic_cost_model cost(toy());
-  std::vector<sc::program> step{
-      two_rank_program(0, 1, {all_reduce(0, 0, 0, 0), all_reduce(0, 1, 0, 1)}),
-      two_rank_program(1, 1, {all_reduce(0, 1, 0, 1), all_reduce(0, 0, 0, 0)})};
+  std::vector<sc::program> step{two_rank_program(0, 1, {all_reduce(0, 0, 0, 0), all_reduce(0, 1, 0, 1)}),
+                                two_rank_program(1, 1, {all_reduce(0, 1, 0, 1), all_reduce(0, 0, 0, 0)})};
   const sim::result r = sim::simulate(step, cost);
   CHECK(r.deadlock);
   CHECK(r.wait_for_graph.find("rank 0 op 0 (dp_grad_reduce b0): launched; waits for the other members") !=
@@ -228,7 +230,8 @@ TEST_CASE("links: a rank that computes alone launches at its own time, in the ot
   const auto rank_program = [](int rank, std::vector<sc::op> ops, int streams) {
     sc::program p;
     p.rank = rank;
-    for (int s = 0; s < streams; ++s) p.streams.push_back({s == 0 ? sc::stream_role::compute : sc::stream_role::dp_comm, 0});
+    for (int s = 0; s < streams; ++s)
+      p.streams.push_back({s == 0 ? sc::stream_role::compute : sc::stream_role::dp_comm, 0});
     p.comms = {{"a", {0, 1}}, {"b", {1, 2}}, {"c", {0, 1}}};
     p.ops = std::move(ops);
     return p;
@@ -306,10 +309,12 @@ TEST_CASE("a host sync on an event waits for that event only") {
   for (const bool on_event : {true, false}) {
     std::vector<sc::program> step;
     for (int rank = 0; rank < 2; ++rank)
-      step.push_back(two_rank_program(rank, 2, {gemm(0, 0), {.kind = sc::op_kind::record, .stream = 0, .event = 0},
-                                                 gemm(1, 1, 2e9),
-                                                 {.kind = sc::op_kind::host_sync, .event = on_event ? 0 : -1},
-                                                 gemm(0, 2)}));
+      step.push_back(two_rank_program(rank, 2,
+                                      {gemm(0, 0),
+                                       {.kind = sc::op_kind::record, .stream = 0, .event = 0},
+                                       gemm(1, 1, 2e9),
+                                       {.kind = sc::op_kind::host_sync, .event = on_event ? 0 : -1},
+                                       gemm(0, 2)}));
     REQUIRE(sc::structure_problems(step[0]).empty());
     const sim::result r = sim::simulate(step, cost, {.unlimited_resources = true});
     REQUIRE_FALSE(r.deadlock);
@@ -323,7 +328,9 @@ TEST_CASE("a host sync on an event waits for that event only") {
   CHECK(problems[0].rule == sc::structure_rule::wait_order);
 }
 
-TEST_CASE("each compute op runs for its cost model's time, asked once per shape by the analytic model and per op by a derived one") {
+TEST_CASE(
+    "each compute op runs for its cost model's time, asked once per shape by the analytic model and per op by a "
+    "derived one") {
   // Four GEMMs of one shape in layers 0-3 and one twice as long: alone on the GPU, each runs for
   // what the model says of it. The analytic model reads the shape only (its answers are reused);
   // a derived model that reads the layer must be asked for every op.
@@ -394,7 +401,8 @@ TEST_CASE("add_interval then merge gives what merge gives for all the intervals"
     const int count = static_cast<int>(random() % 12);
     for (int k = 0; k < count; ++k) {
       const bool out_of_order = random() % 5 == 0;
-      const double s = out_of_order ? static_cast<double>(random() % 20) * 0.5 : at + static_cast<double>(random() % 4) * 0.5;
+      const double s =
+          out_of_order ? static_cast<double>(random() % 20) * 0.5 : at + static_cast<double>(random() % 4) * 0.5;
       const double e = s + static_cast<double>(random() % 4) * 0.5 - (random() % 7 == 0 ? 1.0 : 0.0);
       if (!out_of_order) at = s;
       all.emplace_back(s, e);

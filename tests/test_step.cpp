@@ -11,24 +11,27 @@
 #include <vector>
 
 #include <overlap/overlap.hpp>
-#include <overlap/schedule/step.hpp>
 #include <overlap/plan/plan.hpp>
+#include <overlap/schedule/step.hpp>
 #include <overlap/verify/verify.hpp>
 
 namespace ov = overlap;
 namespace sc = overlap::schedule;
 
 namespace {
-using all_four = ov::config<ov::tp<2>, ov::sequence_parallel<>, ov::tp_comm_overlap<>, ov::pp<2>,
-                            ov::vpp<2>, ov::dp<4>, ov::ep<2>, ov::etp<1>, ov::num_moe_experts<16>,
-                            ov::distributed_optimizer<>,
-                            ov::moe_token_dispatcher_type<ov::dispatcher::alltoall>,
-                            ov::precision<ov::dtype::bf16>, ov::overlap_moe_expert_parallel_comm<>,
-                            ov::delay_wgrad_compute<>>;
+using all_four = ov::config<ov::tp<2>, ov::sequence_parallel<>, ov::tp_comm_overlap<>, ov::pp<2>, ov::vpp<2>, ov::dp<4>,
+                            ov::ep<2>, ov::etp<1>, ov::num_moe_experts<16>, ov::distributed_optimizer<>,
+                            ov::moe_token_dispatcher_type<ov::dispatcher::alltoall>, ov::precision<ov::dtype::bf16>,
+                            ov::overlap_moe_expert_parallel_comm<>, ov::delay_wgrad_compute<>>;
 
 sc::workload moe_workload() {
-  return sc::workload{.num_layers = 4, .micro_batches = 4, .seq_length = 2048, .hidden_size = 2048,
-                      .ffn_hidden_size = 7168, .num_attention_heads = 16, .moe_router_topk = 2,
+  return sc::workload{.num_layers = 4,
+                      .micro_batches = 4,
+                      .seq_length = 2048,
+                      .hidden_size = 2048,
+                      .ffn_hidden_size = 7168,
+                      .num_attention_heads = 16,
+                      .moe_router_topk = 2,
                       .moe_ffn_hidden_size = 1024};
 }
 
@@ -119,15 +122,12 @@ TEST_CASE("the composed step with every overlap on hides communication at about 
 TEST_CASE("sizes the schedule cannot split are refused with the reason") {
   sc::workload w = moe_workload();
   w.num_layers = 6;  // not a multiple of pp x vpp = 4
-  CHECK_THROWS_WITH_AS(all_four::schedule::generate(w), doctest::Contains("pp x vpp"),
-                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(all_four::schedule::generate(w), doctest::Contains("pp x vpp"), std::invalid_argument);
   w = moe_workload();
   w.micro_batches = 3;  // interleaving needs a multiple of pp
-  CHECK_THROWS_WITH_AS(all_four::schedule::generate(w), doctest::Contains("multiple of pp"),
-                       std::invalid_argument);
-  using expert_tp = ov::config<ov::tp<2>, ov::sequence_parallel<>, ov::dp<2>, ov::ep<2>,
-                               ov::num_moe_experts<16>, ov::precision<ov::dtype::bf16>,
-                               ov::moe_token_dispatcher_type<ov::dispatcher::alltoall>>;
+  CHECK_THROWS_WITH_AS(all_four::schedule::generate(w), doctest::Contains("multiple of pp"), std::invalid_argument);
+  using expert_tp = ov::config<ov::tp<2>, ov::sequence_parallel<>, ov::dp<2>, ov::ep<2>, ov::num_moe_experts<16>,
+                               ov::precision<ov::dtype::bf16>, ov::moe_token_dispatcher_type<ov::dispatcher::alltoall>>;
   CHECK_THROWS_WITH_AS(expert_tp::schedule::generate(moe_workload()),
                        doctest::Contains("expert_tensor_parallel_size<1>"), std::invalid_argument);
 }
@@ -160,8 +160,7 @@ TEST_CASE("records are issued late, so one hardware queue does not serialize wha
   const auto dp = static_cast<std::size_t>(sc::family::dp);
   // The all-reduce (about 2.4 ms on NVLink) runs under the 2 ms GEMM: the step is far shorter
   // than the two in sequence.
-  const double serial = h100.compute_us(ops[1], 132) +
-                        h100.comm_us(ops[0], 2, false);
+  const double serial = h100.compute_us(ops[1], 132) + h100.comm_us(ops[0], 2, false);
   MESSAGE("step " << r.step_time_us << " us; in sequence " << serial << " us");
   CHECK(r.step_time_us < 0.75 * serial);
   CHECK(r.comm_us[dp] > 0);
@@ -187,7 +186,9 @@ void check_same(const overlap::sim::result& a, const overlap::sim::result& b) {
 }
 }  // namespace
 
-TEST_CASE("a workspace reused across steps of other sizes and families gives each a fresh simulation's result, with or without intervals") {
+TEST_CASE(
+    "a workspace reused across steps of other sizes and families gives each a fresh simulation's result, with or "
+    "without intervals") {
   const overlap::sim::analytic_cost_model h100(overlap::sim::h100_node());
   const auto moe = all_four::schedule::generate(moe_workload());
   sc::workload dense = moe_workload();
@@ -240,9 +241,10 @@ TEST_CASE("a generated step carries the connections its config resolved, and sim
   // Programs that disagree, or a negative setting, are refused by name.
   auto mixed = step;
   mixed[1].cuda_device_max_connections = 8;
-  CHECK_THROWS_WITH_AS(ov::sim::simulate(mixed, h100),
-                       doctest::Contains("the programs state different CUDA_DEVICE_MAX_CONNECTIONS (1 and 8 on rank 1)"),
-                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(
+      ov::sim::simulate(mixed, h100),
+      doctest::Contains("the programs state different CUDA_DEVICE_MAX_CONNECTIONS (1 and 8 on rank 1)"),
+      std::invalid_argument);
   CHECK_THROWS_WITH_AS(ov::sim::simulate(step, h100, {.cuda_device_max_connections = -2}),
                        doctest::Contains("options::cuda_device_max_connections is -2"), std::invalid_argument);
 }

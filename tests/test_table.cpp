@@ -79,6 +79,5 @@ TEST_CASE("the README's quick start is examples/quick_start.cpp") {
   REQUIRE(begin != std::string::npos);
   REQUIRE(end != std::string::npos);
   const std::string block = example.substr(begin, end - begin);
-  CHECK(read(source_dir / "README.md").find(block.substr(0, block.find_last_not_of('\n') + 1)) !=
-        std::string::npos);
+  CHECK(read(source_dir / "README.md").find(block.substr(0, block.find_last_not_of('\n') + 1)) != std::string::npos);
 }

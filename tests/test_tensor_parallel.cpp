@@ -77,9 +77,8 @@ TEST_CASE("TP overlap: every slot method verifies and shortens the step") {
     // communication kernel issued ahead of its GEMM gets its SMs first.
     const auto r = ov::sim::simulate(step, h100, {.cuda_device_max_connections = 1});
     REQUIRE_FALSE(r.deadlock);
-    MESSAGE(name << ": step " << r.step_time_us << " us (baseline " << baseline.step_time_us
-                 << "), exposed tp " << r.exposed_comm_us[tp_family] << " us (baseline "
-                 << baseline.exposed_comm_us[tp_family] << ")");
+    MESSAGE(name << ": step " << r.step_time_us << " us (baseline " << baseline.step_time_us << "), exposed tp "
+                 << r.exposed_comm_us[tp_family] << " us (baseline " << baseline.exposed_comm_us[tp_family] << ")");
     CHECK(r.step_time_us < baseline.step_time_us);
     CHECK(r.exposed_comm_us[tp_family] < 0.3 * baseline.exposed_comm_us[tp_family]);
   }

@@ -55,7 +55,7 @@ TEST_CASE("a removed timer never fires, removing one that is not set does nothin
   q.remove(3);  // not set
   CHECK_FALSE(q.contains(0));
   CHECK(q.top_time() == 2.0);
-  q.remove(2);  // the last entry
+  q.remove(2);       // the last entry
   q.set(0, 5.0, 0);  // a removed timer can be set again
   CHECK(q.pop().id == 1);
   CHECK(q.pop().id == 0);

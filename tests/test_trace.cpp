@@ -36,9 +36,7 @@ struct json {
   std::vector<json> items;        ///< array elements, or object values
   std::vector<std::string> keys;  ///< object keys, parallel to `items`
 
-  bool has(std::string_view key) const {
-    return std::find(keys.begin(), keys.end(), key) != keys.end();
-  }
+  bool has(std::string_view key) const { return std::find(keys.begin(), keys.end(), key) != keys.end(); }
   const json& operator[](std::string_view key) const {
     const auto it = std::find(keys.begin(), keys.end(), key);
     if (it == keys.end()) throw std::runtime_error("no member " + std::string(key));
@@ -81,8 +79,7 @@ class json_reader {
     ++pos_;
   }
   void skip_space() {
-    while (pos_ < in_.size() && (in_[pos_] == ' ' || in_[pos_] == '\n' || in_[pos_] == '\r' ||
-                                 in_[pos_] == '\t'))
+    while (pos_ < in_.size() && (in_[pos_] == ' ' || in_[pos_] == '\n' || in_[pos_] == '\r' || in_[pos_] == '\t'))
       ++pos_;
   }
   void literal(std::string_view word) {
@@ -96,9 +93,19 @@ class json_reader {
     switch (peek()) {
       case '{': v = object(); break;
       case '[': v = array(); break;
-      case '"': v.t = json::type::string; v.string = string(); break;
-      case 't': literal("true"); v.t = json::type::boolean; v.boolean = true; break;
-      case 'f': literal("false"); v.t = json::type::boolean; break;
+      case '"':
+        v.t = json::type::string;
+        v.string = string();
+        break;
+      case 't':
+        literal("true");
+        v.t = json::type::boolean;
+        v.boolean = true;
+        break;
+      case 'f':
+        literal("false");
+        v.t = json::type::boolean;
+        break;
       case 'n': literal("null"); break;
       default: v.t = json::type::number; v.number = number();
     }
@@ -179,10 +186,14 @@ class json_reader {
             const char h = peek();
             ++pos_;
             code <<= 4;
-            if (h >= '0' && h <= '9') code |= static_cast<unsigned>(h - '0');
-            else if (h >= 'a' && h <= 'f') code |= static_cast<unsigned>(h - 'a' + 10);
-            else if (h >= 'A' && h <= 'F') code |= static_cast<unsigned>(h - 'A' + 10);
-            else fail("bad \\u escape");
+            if (h >= '0' && h <= '9')
+              code |= static_cast<unsigned>(h - '0');
+            else if (h >= 'a' && h <= 'f')
+              code |= static_cast<unsigned>(h - 'a' + 10);
+            else if (h >= 'A' && h <= 'F')
+              code |= static_cast<unsigned>(h - 'A' + 10);
+            else
+              fail("bad \\u escape");
           }
           append_utf8(out, code);
           break;
@@ -200,8 +211,10 @@ class json_reader {
       if (pos_ == from) fail("expected a digit");
     };
     if (peek() == '-') ++pos_;
-    if (peek() == '0') ++pos_;
-    else digits();
+    if (peek() == '0')
+      ++pos_;
+    else
+      digits();
     if (peek() == '.') {
       ++pos_;
       digits();
@@ -248,17 +261,12 @@ class xml_reader {
   }
   char peek() const { return pos_ < in_.size() ? in_[pos_] : '\0'; }
   void skip_space() {
-    while (pos_ < in_.size() && (in_[pos_] == ' ' || in_[pos_] == '\n' || in_[pos_] == '\r' ||
-                                 in_[pos_] == '\t'))
+    while (pos_ < in_.size() && (in_[pos_] == ' ' || in_[pos_] == '\n' || in_[pos_] == '\r' || in_[pos_] == '\t'))
       ++pos_;
   }
   std::string name() {
-    const auto first = [](char c) {
-      return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == ':';
-    };
-    const auto rest = [&](char c) {
-      return first(c) || (c >= '0' && c <= '9') || c == '-' || c == '.';
-    };
+    const auto first = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == ':'; };
+    const auto rest = [&](char c) { return first(c) || (c >= '0' && c <= '9') || c == '-' || c == '.'; };
     if (!first(peek())) fail("expected a name");
     const std::size_t start = pos_;
     while (rest(peek())) ++pos_;
@@ -269,8 +277,7 @@ class xml_reader {
     while (pos_ < in_.size() && in_[pos_] != stop) {
       const char c = in_[pos_];
       if (c == '<') fail("raw '<' in character data");
-      if (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\n' && c != '\r')
-        fail("control character");
+      if (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\n' && c != '\r') fail("control character");
       if (c != '&') {
         out += c;
         ++pos_;
@@ -286,8 +293,8 @@ class xml_reader {
       } else if (ref.size() > 1 && ref[0] == '#') {
         const bool hex = ref[1] == 'x';
         const std::string digits(ref.substr(hex ? 2 : 1));
-        if (digits.empty() || digits.find_first_not_of(hex ? "0123456789abcdefABCDEF"
-                                                           : "0123456789") != std::string::npos)
+        if (digits.empty() ||
+            digits.find_first_not_of(hex ? "0123456789abcdefABCDEF" : "0123456789") != std::string::npos)
           fail("bad character reference");
         append_utf8(out, static_cast<unsigned>(std::stoul(digits, nullptr, hex ? 16 : 10)));
       } else {
@@ -332,8 +339,7 @@ class xml_reader {
       std::string text;
       char_data(text, '<');
       out_[static_cast<std::size_t>(index)].text += text;
-      if (pos_ >= in_.size())
-        fail("unclosed element " + out_[static_cast<std::size_t>(index)].name);
+      if (pos_ >= in_.size()) fail("unclosed element " + out_[static_cast<std::size_t>(index)].name);
       if (in_.substr(pos_, 2) == "</") {
         pos_ += 2;
         if (name() != out_[static_cast<std::size_t>(index)].name) fail("mismatched end tag");
@@ -355,8 +361,8 @@ class xml_reader {
 
 // Typed ops are named by their keys; arbitrary text reaches a trace only through communicator
 // names, which the label of an untyped collective or send carries. The tricky names are those.
-const std::string json_tricky = "ag \"x\" \\ y";            // JSON must escape both
-const std::string xml_tricky = "mlp<fc1> & \"gelu\"";       // XML must escape all three
+const std::string json_tricky = "ag \"x\" \\ y";                   // JSON must escape both
+const std::string xml_tricky = "mlp<fc1> & \"gelu\"";              // XML must escape all three
 const std::string control = std::string("ctl") + '\x01' + "char";  // neither may carry it raw
 
 // The labels of the untyped ops below: rank 0's untyped all-gather on the communicator `json_tricky`,
@@ -365,26 +371,25 @@ const std::string gather_label = "all_gather " + json_tricky;
 const std::string send_label = "send " + xml_tricky + " " + control;
 
 sc::op compute(int stream, sc::op_type type, sc::location at, double flops = 0) {
-  return sc::op{.kind = sc::op_kind::compute, .stream = stream,
-                .key = {.type = type, .at = at}, .flops = flops};
+  return sc::op{.kind = sc::op_kind::compute, .stream = stream, .key = {.type = type, .at = at}, .flops = flops};
 }
 sc::op coll(int stream, sc::op_key key, sc::collective c, int comm, std::int64_t bytes) {
-  return sc::op{.kind = sc::op_kind::collective, .stream = stream, .key = key, .coll = c,
-                .comm = comm, .seq = 0, .bytes = bytes};
+  return sc::op{
+      .kind = sc::op_kind::collective, .stream = stream, .key = key, .coll = c, .comm = comm, .seq = 0, .bytes = bytes};
 }
 
 std::vector<sc::program> programs() {
   sc::program r0;
   r0.rank = 0;
-  r0.streams = {{sc::stream_role::compute, 0}, {sc::stream_role::tp_comm, -1},
-                {sc::stream_role::dp_comm, -1}};
+  r0.streams = {{sc::stream_role::compute, 0}, {sc::stream_role::tp_comm, -1}, {sc::stream_role::dp_comm, -1}};
   r0.comms = {{json_tricky, {0, 1}}, {"dp", {0, 1}}};
   r0.num_events = 1;
   r0.ops = {compute(0, sc::op_type::attn_core_fprop, {.layer = 0}, 1e9),
             sc::op{.kind = sc::op_kind::record, .stream = 0, .event = 0},
             sc::op{.kind = sc::op_kind::wait, .stream = 1, .event = 0},
             coll(1, {}, sc::collective::all_gather, 0, 1 << 20),
-            sc::op{.kind = sc::op_kind::compute, .stream = 0,
+            sc::op{.kind = sc::op_kind::compute,
+                   .stream = 0,
                    .key = {.type = sc::op_type::fc1_fprop, .at = {.layer = 0}},
                    .memory_bytes = 4096},
             coll(2, {.type = sc::op_type::dp_grad_reduce, .at = {.chunk = 0, .bucket = 0}},
@@ -392,17 +397,15 @@ std::vector<sc::program> programs() {
 
   sc::program r1;
   r1.rank = 1;
-  r1.streams = {{sc::stream_role::compute, 0}, {sc::stream_role::tp_comm, -1},
-                {sc::stream_role::tp_comm, -1}};
+  r1.streams = {{sc::stream_role::compute, 0}, {sc::stream_role::tp_comm, -1}, {sc::stream_role::tp_comm, -1}};
   r1.comms = {{"tp", {0, 1}}, {xml_tricky + " " + control, {0, 1}}};
   const auto ag_chunk = [](int split) {
-    return sc::op_key{.type = sc::op_type::tp_all_gather, .slot = sc::op_type::qkv_fprop,
-                      .at = {.layer = 0, .split = split}};
+    return sc::op_key{
+        .type = sc::op_type::tp_all_gather, .slot = sc::op_type::qkv_fprop, .at = {.layer = 0, .split = split}};
   };
   r1.ops = {compute(0, sc::op_type::attn_core_fprop, {.layer = 0}, 1e9),
             coll(1, ag_chunk(0), sc::collective::all_gather, 0, 4096),
-            coll(2, ag_chunk(1), sc::collective::all_gather, 0, 4096),
-            compute(0, sc::op_type::qkv_fprop, {.layer = 0}),
+            coll(2, ag_chunk(1), sc::collective::all_gather, 0, 4096), compute(0, sc::op_type::qkv_fprop, {.layer = 0}),
             sc::op{.kind = sc::op_kind::send, .stream = 1, .comm = 1, .peer = 0, .bytes = 64}};
   return {r0, r1};
 }
@@ -413,10 +416,9 @@ std::vector<sc::program> programs() {
 sim::result result() {
   sim::result r;
   r.step_time_us = 40;
-  r.intervals = {{0, 0, 0, 0, 10},     {0, 0, 1, 10, 10},   {0, 1, 2, 10, 10},
-                 {0, 1, 3, 10, 25},    {0, 0, 4, 10, 22.5}, {0, 2, 5, 25, 40},
-                 {1, 0, 0, 0.1, 0.1 + 0.2},                 {1, 0, 3, 0.1 + 0.2, 12},
-                 {1, 1, 1, 12, 20},    {1, 2, 2, 12, 30.0000004}, {1, 1, 4, 30, 36.004}};
+  r.intervals = {{0, 0, 0, 0, 10},    {0, 0, 1, 10, 10},         {0, 1, 2, 10, 10},         {0, 1, 3, 10, 25},
+                 {0, 0, 4, 10, 22.5}, {0, 2, 5, 25, 40},         {1, 0, 0, 0.1, 0.1 + 0.2}, {1, 0, 3, 0.1 + 0.2, 12},
+                 {1, 1, 1, 12, 20},   {1, 2, 2, 12, 30.0000004}, {1, 1, 4, 30, 36.004}};
   r.compute_us = 22.5;
   r.comm_us[static_cast<std::size_t>(sc::family::tp)] = 18;
   r.exposed_comm_us[static_cast<std::size_t>(sc::family::tp)] = 7.5;
@@ -458,11 +460,9 @@ const xml_element& bar(const std::vector<xml_element>& svg, std::string_view lab
 
 double attr(const xml_element& e, const std::string& name) { return std::stod(e.attrs.at(name)); }
 
-std::size_t count_if(const std::vector<xml_element>& svg, std::string_view name,
-                     std::string_view cls = {}) {
+std::size_t count_if(const std::vector<xml_element>& svg, std::string_view name, std::string_view cls = {}) {
   return static_cast<std::size_t>(std::count_if(svg.begin(), svg.end(), [&](const xml_element& e) {
-    return e.name == name &&
-           (cls.empty() || (e.attrs.count("class") && e.attrs.at("class") == cls));
+    return e.name == name && (cls.empty() || (e.attrs.count("class") && e.attrs.at("class") == cls));
   }));
 }
 
@@ -487,14 +487,14 @@ const std::string micro_s = "\xc2\xb5s";
 
 TEST_CASE("trace test readers reject malformed JSON and XML") {
   CHECK_NOTHROW(json_reader::parse(R"({"a":[1,-2.5e3,"x\"\u0001"],"b":{},"c":null})"));
-  for (const char* bad : {R"({"a":1,})", R"([1 2])", R"({a:1})", R"({"a":01})", R"(["\x"])",
-                          "[\"a\x01\"]", R"({"a":1,"a":2})", R"([1.])", R"({"a":1} x)", R"([)"})
+  for (const char* bad : {R"({"a":1,})", R"([1 2])", R"({a:1})", R"({"a":01})", R"(["\x"])", "[\"a\x01\"]",
+                          R"({"a":1,"a":2})", R"([1.])", R"({"a":1} x)", R"([)"})
     CHECK_THROWS_AS(json_reader::parse(bad), std::runtime_error);
 
   CHECK_NOTHROW(xml_reader::parse(R"(<svg a="1"><g><title>x &amp; &#181;</title></g><r/></svg>)"));
-  for (const char* bad : {"<svg><rect></svg>", "<svg>a < b</svg>", "<svg>&bogus;</svg>",
-                          "<svg x=1/>", "<svg a=\"1\"b=\"2\"/>", "<svg a=\"1\" a=\"2\"/>",
-                          "<svg/><svg/>", "<svg>", "<svg>\x01</svg>", "<svg x=\"<\"/>"})
+  for (const char* bad :
+       {"<svg><rect></svg>", "<svg>a < b</svg>", "<svg>&bogus;</svg>", "<svg x=1/>", "<svg a=\"1\"b=\"2\"/>",
+        "<svg a=\"1\" a=\"2\"/>", "<svg/><svg/>", "<svg>", "<svg>\x01</svg>", "<svg x=\"<\"/>"})
     CHECK_THROWS_AS(xml_reader::parse(bad), std::runtime_error);
 }
 
@@ -516,16 +516,15 @@ TEST_CASE("chrome trace is strict JSON with one complete event per op that took 
     double ts, dur;
     std::string cat;
   };
-  const std::vector<expected> want{
-      {"attn_core_fprop l0", 0, 0, 0, 10, "compute"},
-      {gather_label, 0, 1, 10, 15, "none"},  // untyped communication: family none
-      {"fc1_fprop l0", 0, 0, 10, 12.5, "compute"},
-      {"dp_grad_reduce c0 b0", 0, 2, 25, 15, "dp"},
-      {"attn_core_fprop l0", 1, 0, 0.1, 0.2, "compute"},
-      {"qkv_fprop l0", 1, 0, 0.3, 11.7, "compute"},
-      {"tp_all_gather qkv_fprop l0 s0", 1, 1, 12, 8, "tp"},
-      {"tp_all_gather qkv_fprop l0 s1", 1, 2, 12, 18, "tp"},
-      {send_label, 1, 1, 30, 6.004, "none"}};
+  const std::vector<expected> want{{"attn_core_fprop l0", 0, 0, 0, 10, "compute"},
+                                   {gather_label, 0, 1, 10, 15, "none"},  // untyped communication: family none
+                                   {"fc1_fprop l0", 0, 0, 10, 12.5, "compute"},
+                                   {"dp_grad_reduce c0 b0", 0, 2, 25, 15, "dp"},
+                                   {"attn_core_fprop l0", 1, 0, 0.1, 0.2, "compute"},
+                                   {"qkv_fprop l0", 1, 0, 0.3, 11.7, "compute"},
+                                   {"tp_all_gather qkv_fprop l0 s0", 1, 1, 12, 8, "tp"},
+                                   {"tp_all_gather qkv_fprop l0 s1", 1, 2, 12, 18, "tp"},
+                                   {send_label, 1, 1, 30, 6.004, "none"}};
   for (std::size_t i = 0; i < want.size(); ++i) {
     CAPTURE(i);
     const json& e = *complete[i];
@@ -549,17 +548,15 @@ TEST_CASE("chrome trace names processes, threads and zero-length event ops") {
     if (e["ph"].string != "M") continue;
     const int pid = static_cast<int>(e["pid"].number);
     if (e["name"].string == "process_name") processes[pid] = e["args"]["name"].string;
-    if (e["name"].string == "thread_name")
-      threads[{pid, static_cast<int>(e["tid"].number)}] = e["args"]["name"].string;
+    if (e["name"].string == "thread_name") threads[{pid, static_cast<int>(e["tid"].number)}] = e["args"]["name"].string;
   }
   CHECK(processes == std::map<int, std::string>{{0, "rank 0"}, {1, "rank 1"}});
-  CHECK(threads == std::map<std::pair<int, int>, std::string>{
-                       {{0, 0}, "compute"},
-                       {{0, 1}, "tp_comm"},
-                       {{0, 2}, "dp_comm"},
-                       {{1, 0}, "compute"},
-                       {{1, 1}, "tp_comm (stream 1)"},
-                       {{1, 2}, "tp_comm (stream 2)"}});
+  CHECK(threads == std::map<std::pair<int, int>, std::string>{{{0, 0}, "compute"},
+                                                              {{0, 1}, "tp_comm"},
+                                                              {{0, 2}, "dp_comm"},
+                                                              {{1, 0}, "compute"},
+                                                              {{1, 1}, "tp_comm (stream 1)"},
+                                                              {{1, 2}, "tp_comm (stream 2)"}});
 
   const auto instants = events_with(trace, "i");
   REQUIRE(instants.size() == 2);
@@ -661,13 +658,15 @@ TEST_CASE("svg timeline is well-formed XML with one bar per op that took time") 
   CHECK(count_if(svg, "rect", "legend") == 4);
   CHECK(count_if(svg, "rect", "op") == 9);
   CHECK(count_if(svg, "title") == 9);
-  for (const std::string label :
-       {"attn_core_fprop l0", "fc1_fprop l0", "dp_grad_reduce c0 b0", "qkv_fprop l0",
-        "tp_all_gather qkv_fprop l0 s0", "tp_all_gather qkv_fprop l0 s1"})
+  for (const std::string label : {"attn_core_fprop l0", "fc1_fprop l0", "dp_grad_reduce c0 b0", "qkv_fprop l0",
+                                  "tp_all_gather qkv_fprop l0 s0", "tp_all_gather qkv_fprop l0 s1"})
     CHECK(bar(svg, label).name == "rect");
   CHECK(bar(svg, gather_label).name == "rect");
   // The send's label with the control byte as U+FFFD.
-  CHECK(bar(svg, "send " + xml_tricky + " ctl\xef\xbf\xbd" "char").name == "rect");
+  CHECK(bar(svg, "send " + xml_tricky +
+                     " ctl\xef\xbf\xbd"
+                     "char")
+            .name == "rect");
   CHECK_THROWS(bar(svg, "record e0"));
   CHECK(text.find("all_gather ag &quot;x&quot; \\ y") != std::string::npos);
   CHECK(text.find("send mlp&lt;fc1&gt; &amp; &quot;gelu&quot; ctl") != std::string::npos);
@@ -675,17 +674,14 @@ TEST_CASE("svg timeline is well-formed XML with one bar per op that took time") 
 
   std::vector<std::string> legend;
   for (std::size_t i = 0; i < svg.size(); ++i)
-    if (svg[i].attrs.count("class") && svg[i].attrs.at("class") == "legend")
-      legend.push_back(svg[i + 1].text);
+    if (svg[i].attrs.count("class") && svg[i].attrs.at("class") == "legend") legend.push_back(svg[i + 1].text);
   CHECK(legend == std::vector<std::string>{"compute", "tp", "dp", "other"});
 
   const auto rows = texts_in(svg, "rows");
-  CHECK(rows == std::vector<std::string>{"rank 0 compute", "rank 0 tp_comm", "rank 0 dp_comm",
-                                         "rank 1 compute", "rank 1 tp_comm (stream 1)",
-                                         "rank 1 tp_comm (stream 2)"});
+  CHECK(rows == std::vector<std::string>{"rank 0 compute", "rank 0 tp_comm", "rank 0 dp_comm", "rank 1 compute",
+                                         "rank 1 tp_comm (stream 1)", "rank 1 tp_comm (stream 2)"});
   bool has_step_time = false;
-  for (const auto& e : svg)
-    has_step_time |= e.name == "text" && e.text == "step time 40 " + micro_s;
+  for (const auto& e : svg) has_step_time |= e.name == "text" && e.text == "step time 40 " + micro_s;
   CHECK(has_step_time);
   CHECK(text.find("deadlock") == std::string::npos);
 }
@@ -714,14 +710,15 @@ TEST_CASE("svg timeline places bars by time and row") {
     return e.attrs.count("class") && e.attrs.at("class") == "step";
   });
   REQUIRE(marker != svg.end());
-  CHECK(attr(reduce, "x") + attr(reduce, "width") ==
-        doctest::Approx(attr(*marker, "x1")).epsilon(1e-4));
+  CHECK(attr(reduce, "x") + attr(reduce, "width") == doctest::Approx(attr(*marker, "x1")).epsilon(1e-4));
 
   // Rows in rank, then stream order; ops of one stream share a row.
   CHECK(attr(attn, "y") == attr(mlp, "y"));
   const auto& chunk0 = bar(svg, "tp_all_gather qkv_fprop l0 s0");
   const auto& chunk1 = bar(svg, "tp_all_gather qkv_fprop l0 s1");
-  const auto& send = bar(svg, "send " + xml_tricky + " ctl\xef\xbf\xbd" "char");
+  const auto& send = bar(svg, "send " + xml_tricky +
+                                  " ctl\xef\xbf\xbd"
+                                  "char");
   CHECK(attr(attn, "y") < attr(bar(svg, gather_label), "y"));
   CHECK(attr(bar(svg, gather_label), "y") < attr(reduce, "y"));
   CHECK(attr(reduce, "y") < attr(chunk0, "y"));
@@ -796,8 +793,8 @@ TEST_CASE("svg timeline axis ticks switch from microseconds to milliseconds") {
   }
   const auto svg = xml_reader::parse(svg_text(slow));
   const auto ticks_ms = texts_in(svg, "ticks");
-  CHECK(ticks_ms == std::vector<std::string>{"0 ms", "0.5 ms", "1 ms", "1.5 ms", "2 ms", "2.5 ms",
-                                             "3 ms", "3.5 ms", "4 ms"});
+  CHECK(ticks_ms ==
+        std::vector<std::string>{"0 ms", "0.5 ms", "1 ms", "1.5 ms", "2 ms", "2.5 ms", "3 ms", "3.5 ms", "4 ms"});
   bool has_step_time = false;
   for (const auto& e : svg) has_step_time |= e.name == "text" && e.text == "step time 4 ms";
   CHECK(has_step_time);

@@ -32,8 +32,15 @@ ov::settings moe_settings() {
   return s;
 }
 sc::workload small_moe() {
-  return {.num_layers = 4, .micro_batches = 4, .seq_length = 1024, .hidden_size = 1024, .ffn_hidden_size = 2048,
-          .num_attention_heads = 8, .vocab_size = 32000, .moe_router_topk = 2, .moe_ffn_hidden_size = 512};
+  return {.num_layers = 4,
+          .micro_batches = 4,
+          .seq_length = 1024,
+          .hidden_size = 1024,
+          .ffn_hidden_size = 2048,
+          .num_attention_heads = 8,
+          .vocab_size = 32000,
+          .moe_router_topk = 2,
+          .moe_ffn_hidden_size = 512};
 }
 const ov::plan::knob* knob_named(const std::vector<ov::plan::knob>& knobs, const std::string& name) {
   for (const auto& k : knobs)
@@ -53,8 +60,10 @@ TEST_CASE("the knobs: each overlap knob the layout gives a meaning, the ones the
   const auto knobs = ov::plan::overlap_knobs(s);
   const ov::plan::knob* ep = knob_named(knobs, "EP overlap");
   REQUIRE(ep);
-  CHECK(labels(*ep) == std::vector<std::string>{"ep_overlap=on (as configured)", "ep_overlap=off", "ep_overlap=on+delay_wgrad"});
-  for (const char* name : {"TP overlap", "overlap_grad_reduce", "bucket_size", "overlap_param_gather", "CUDA_DEVICE_MAX_CONNECTIONS", "p2p"})
+  CHECK(labels(*ep) ==
+        std::vector<std::string>{"ep_overlap=on (as configured)", "ep_overlap=off", "ep_overlap=on+delay_wgrad"});
+  for (const char* name : {"TP overlap", "overlap_grad_reduce", "bucket_size", "overlap_param_gather",
+                           "CUDA_DEVICE_MAX_CONNECTIONS", "p2p"})
     CHECK_MESSAGE(knob_named(knobs, name) != nullptr, name);
   // Each choice but the first changes what the settings resolve to.
   for (const auto& k : knobs)
@@ -77,7 +86,8 @@ TEST_CASE("tune: the configuration first, the best found ahead, rejections by ru
   const ov::plan::tune_result two = ov::plan::tune(s, small_moe(), cost, 2);
   REQUIRE(!one.tried.empty());
   CHECK(one.configured().tried == s);
-  CHECK(std::all_of(one.configured().picks.begin(), one.configured().picks.end(), [](std::size_t p) { return p == 0; }));
+  CHECK(
+      std::all_of(one.configured().picks.begin(), one.configured().picks.end(), [](std::size_t p) { return p == 0; }));
   CHECK(one.best().usable());
   CHECK(one.best().simulated.step_time_us <= one.configured().simulated.step_time_us);
   CHECK(ov::validate(one.best().tried).ok());

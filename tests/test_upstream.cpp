@@ -64,15 +64,22 @@ TEST_CASE("param gather overlap without grad reduce overlap: Bridge runs it as w
   CHECK(r.lenient[0].what == ov::rules::upstream::unchecked);
   CHECK(r.lenient[0].changed.empty());
   // The step builds: the parameters gathered on the dp stream, the gradients reduced on compute.
-  const ov::schedule::workload w{.num_layers = 2, .micro_batches = 2, .seq_length = 256, .hidden_size = 256,
-                                 .ffn_hidden_size = 512, .num_attention_heads = 4, .vocab_size = 1024};
+  const ov::schedule::workload w{.num_layers = 2,
+                                 .micro_batches = 2,
+                                 .seq_length = 256,
+                                 .hidden_size = 256,
+                                 .ffn_hidden_size = 512,
+                                 .num_attention_heads = 4,
+                                 .vocab_size = 1024};
   const auto step = ov::schedule::compose_step(s, *runnable.resolved, w);
   bool gathered_on_dp = false, reduced_on_compute = false;
   for (const auto& p : step)
     for (const auto& op : p.ops) {
       const auto role = p.streams[static_cast<std::size_t>(op.stream)].role;
-      gathered_on_dp |= op.key.type == ov::schedule::op_type::dp_param_gather && role == ov::schedule::stream_role::dp_comm;
-      reduced_on_compute |= op.key.type == ov::schedule::op_type::dp_grad_reduce && role == ov::schedule::stream_role::compute;
+      gathered_on_dp |=
+          op.key.type == ov::schedule::op_type::dp_param_gather && role == ov::schedule::stream_role::dp_comm;
+      reduced_on_compute |=
+          op.key.type == ov::schedule::op_type::dp_grad_reduce && role == ov::schedule::stream_role::compute;
     }
   CHECK(gathered_on_dp);
   CHECK(reduced_on_compute);

@@ -16,27 +16,32 @@ namespace ov = overlap::verify;
 namespace {
 
 sc::op compute(int stream, sc::op_key key, std::vector<int> reads, std::vector<int> writes) {
-  return sc::op{.kind = sc::op_kind::compute, .stream = stream, .key = key, .reads = std::move(reads),
+  return sc::op{.kind = sc::op_kind::compute,
+                .stream = stream,
+                .key = key,
+                .reads = std::move(reads),
                 .writes = std::move(writes)};
 }
 sc::op_key layer_backward(int layer) { return {.type = sc::op_type::qkv_dgrad, .at = {.layer = layer}}; }
 const sc::op_key optimizer{.type = sc::op_type::optimizer_step};
-sc::op coll(int stream, int comm, std::int64_t seq, sc::collective c, std::vector<int> reads,
-            std::vector<int> writes, std::int64_t bytes = 1 << 20) {
-  return sc::op{.kind = sc::op_kind::collective, .stream = stream, .coll = c, .comm = comm, .seq = seq, .bytes = bytes,
-                .reads = std::move(reads), .writes = std::move(writes)};
+sc::op coll(int stream, int comm, std::int64_t seq, sc::collective c, std::vector<int> reads, std::vector<int> writes,
+            std::int64_t bytes = 1 << 20) {
+  return sc::op{.kind = sc::op_kind::collective,
+                .stream = stream,
+                .coll = c,
+                .comm = comm,
+                .seq = seq,
+                .bytes = bytes,
+                .reads = std::move(reads),
+                .writes = std::move(writes)};
 }
 sc::op p2p(sc::op_kind kind, int stream, int comm, int peer, std::vector<int> buffers) {
   sc::op o{.kind = kind, .stream = stream, .comm = comm, .peer = peer, .bytes = 4096};
   (kind == sc::op_kind::send ? o.reads : o.writes) = std::move(buffers);
   return o;
 }
-sc::op record(int stream, int event) {
-  return sc::op{.kind = sc::op_kind::record, .stream = stream, .event = event};
-}
-sc::op wait(int stream, int event) {
-  return sc::op{.kind = sc::op_kind::wait, .stream = stream, .event = event};
-}
+sc::op record(int stream, int event) { return sc::op{.kind = sc::op_kind::record, .stream = stream, .event = event}; }
+sc::op wait(int stream, int event) { return sc::op{.kind = sc::op_kind::wait, .stream = stream, .event = event}; }
 
 /// Two DP ranks: backward produces a gradient (buffer 0) on the compute stream, the dp stream
 /// reduce-scatters it into buffer 1 while compute runs on, and the optimizer waits for it.
@@ -177,8 +182,10 @@ TEST_CASE("fault: a send without its recv, and mismatched sizes") {
     p.streams = {{sc::stream_role::pp_send, 0}};
     p.comms = {{"pp", {0, 1}}};
     p.buffers.resize(1);
-    if (rank == 0) p.ops = {p2p(sc::op_kind::send, 0, 0, 1, {0}), p2p(sc::op_kind::send, 0, 0, 1, {0})};
-    else p.ops = {p2p(sc::op_kind::recv, 0, 0, 0, {0})};
+    if (rank == 0)
+      p.ops = {p2p(sc::op_kind::send, 0, 0, 1, {0}), p2p(sc::op_kind::send, 0, 0, 1, {0})};
+    else
+      p.ops = {p2p(sc::op_kind::recv, 0, 0, 0, {0})};
     step.push_back(p);
   }
   step[1].ops[0].bytes = 8192;

@@ -75,15 +75,17 @@ TEST_CASE("a shared embedding over a pipeline all-reduces its gradient between t
   INFO(ov::verify::verify_report(step));
   CHECK(ov::verify::verify(step).empty());
   for (const auto& p : step) {
-    const std::size_t n = count(p, [](const sc::op& o) { return o.key.type == sc::op_type::embedding_grad_all_reduce; });
+    const std::size_t n =
+        count(p, [](const sc::op& o) { return o.key.type == sc::op_type::embedding_grad_all_reduce; });
     CHECK(n == 1);
     CHECK(find(p, {.type = sc::op_type::embedding_grad_all_reduce}).bytes == 2 * 256'000);
   }
 }
 
 TEST_CASE("full recompute repeats the forwards of each group right before the group's backward") {
-  using uniform = ov::config<ov::dp<2>, ov::precision<ov::dtype::bf16>, ov::recompute_granularity<ov::granularity::full>,
-                             ov::recompute_method<ov::recompute::uniform>, ov::recompute_num_layers<2>>;
+  using uniform =
+      ov::config<ov::dp<2>, ov::precision<ov::dtype::bf16>, ov::recompute_granularity<ov::granularity::full>,
+                 ov::recompute_method<ov::recompute::uniform>, ov::recompute_num_layers<2>>;
   using block = ov::config<ov::dp<2>, ov::precision<ov::dtype::bf16>, ov::recompute_granularity<ov::granularity::full>,
                            ov::recompute_method<ov::recompute::block>, ov::recompute_num_layers<1>>;
   sc::workload w = small_gqa();
@@ -102,7 +104,8 @@ TEST_CASE("full recompute repeats the forwards of each group right before the gr
   CHECK(count(first[0], recomputed) == 5 * 1 * 2);
   // Group {2, 3} is repeated after the output layer's backward and before layer 3's backward.
   const sc::program& p = all[0];
-  const std::size_t repeat = index_of(p, {.type = sc::op_type::qkv_fprop, .at = {.layer = 2, .micro_batch = 0}, .recompute = true});
+  const std::size_t repeat =
+      index_of(p, {.type = sc::op_type::qkv_fprop, .at = {.layer = 2, .micro_batch = 0}, .recompute = true});
   CHECK(index_of(p, {.type = sc::op_type::lm_head_bprop, .at = {.micro_batch = 0}}) < repeat);
   CHECK(repeat < index_of(p, {.type = sc::op_type::fc2_dgrad, .at = {.layer = 3, .micro_batch = 0}}));
   CHECK(index_of(p, {.type = sc::op_type::fc2_fprop, .at = {.layer = 3, .micro_batch = 0}, .recompute = true}) <
@@ -112,8 +115,8 @@ TEST_CASE("full recompute repeats the forwards of each group right before the gr
 }
 
 TEST_CASE("selective recompute repeats core attention before its backward") {
-  using selective = ov::config<ov::dp<2>, ov::precision<ov::dtype::bf16>,
-                               ov::recompute_granularity<ov::granularity::selective>>;
+  using selective =
+      ov::config<ov::dp<2>, ov::precision<ov::dtype::bf16>, ov::recompute_granularity<ov::granularity::selective>>;
   const auto step = selective::schedule::generate(small_gqa());
   CHECK(ov::verify::verify(step).empty());
   const sc::program& p = step[0];
@@ -122,8 +125,8 @@ TEST_CASE("selective recompute repeats core attention before its backward") {
   CHECK(index_of(p, again) < index_of(p, {.type = sc::op_type::attn_core_bprop, .at = {.layer = 1, .micro_batch = 1}}));
   using not_modelled = ov::config<ov::dp<2>, ov::recompute_granularity<ov::granularity::selective>,
                                   ov::recompute_modules<ov::module::mla_up_proj>>;
-  CHECK_THROWS_WITH_AS(not_modelled::schedule::generate(small_gqa()), doctest::Contains("the workload has no multi_latent_attention"),
-                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(not_modelled::schedule::generate(small_gqa()),
+                       doctest::Contains("the workload has no multi_latent_attention"), std::invalid_argument);
 }
 
 TEST_CASE("selective recompute of the norms, the experts' activation and the shared experts, in bytes and flops") {
@@ -166,7 +169,8 @@ TEST_CASE("selective recompute of the norms, the experts' activation and the sha
   shared.recompute_modules.insert(ov::module::shared_experts);
   const auto step = sc::compose_step(shared, ov::derive(shared), w);
   CHECK(ov::verify::verify(step).empty());
-  const sc::op_key again{.type = sc::op_type::shared_experts_fprop, .at = {.layer = 1, .micro_batch = 0}, .recompute = true};
+  const sc::op_key again{
+      .type = sc::op_type::shared_experts_fprop, .at = {.layer = 1, .micro_batch = 0}, .recompute = true};
   CHECK(find(step[0], again).flops == doctest::Approx(2.0 * 128 * 3 * 256 * 64));
   CHECK(index_of(step[0], again) <
         index_of(step[0], {.type = sc::op_type::shared_experts_dgrad, .at = {.layer = 1, .micro_batch = 0}}));
@@ -188,16 +192,18 @@ TEST_CASE("the op types a config's programs contain are known from its type") {
 
 TEST_CASE("a workload that disagrees with the settings is refused, every problem named") {
   sc::workload w = small_gqa();
-  w.moe_router_topk = 2;  // MoE sizes on a dense config
+  w.moe_router_topk = 2;      // MoE sizes on a dense config
   w.num_attention_heads = 3;  // and heads that neither tp nor the query groups divide
   using tp2 = ov::config<ov::tp<2>, ov::sequence_parallel<>>;
   CHECK_THROWS_WITH_AS(tp2::schedule::generate(w), doctest::Contains("num_moe_experts is not"), std::invalid_argument);
   CHECK_THROWS_WITH_AS(tp2::schedule::generate(w), doctest::Contains("multiples of tp"), std::invalid_argument);
-  using moe = ov::config<ov::ep<2>, ov::dp<2>, ov::num_moe_experts<8>, ov::moe_token_dispatcher_type<ov::dispatcher::alltoall>>;
+  using moe =
+      ov::config<ov::ep<2>, ov::dp<2>, ov::num_moe_experts<8>, ov::moe_token_dispatcher_type<ov::dispatcher::alltoall>>;
   w = small_gqa();
   w.moe_router_topk = 9;
   w.moe_ffn_hidden_size = 128;
-  CHECK_THROWS_WITH_AS(moe::schedule::generate(w), doctest::Contains("moe_router_topk (9) must be in 1..num_moe_experts (8)"),
+  CHECK_THROWS_WITH_AS(moe::schedule::generate(w),
+                       doctest::Contains("moe_router_topk (9) must be in 1..num_moe_experts (8)"),
                        std::invalid_argument);
 }
 

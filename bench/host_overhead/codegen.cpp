@@ -48,10 +48,20 @@ int main(int argc, char** argv) {
         out << "  bench::null_kernel(" << st << ");\n";
         checked(i, "null_api::get_last_error()");
         break;
-      case sc::op_kind::record: checked(i, "null_api::event_record(event[" + std::to_string(o.event) + "], " + st + ")"); break;
-      case sc::op_kind::wait: checked(i, "null_api::stream_wait_event(" + st + ", event[" + std::to_string(o.event) + "])"); break;
-      case sc::op_kind::send: checked(i, "null_api::send(" + in + ", " + count(o.bytes) + ", 2, " + std::to_string(o.peer) + ", " + cm + ", " + st + ")"); break;
-      case sc::op_kind::recv: checked(i, "null_api::recv(" + outb + ", " + count(o.bytes) + ", 2, " + std::to_string(o.peer) + ", " + cm + ", " + st + ")"); break;
+      case sc::op_kind::record:
+        checked(i, "null_api::event_record(event[" + std::to_string(o.event) + "], " + st + ")");
+        break;
+      case sc::op_kind::wait:
+        checked(i, "null_api::stream_wait_event(" + st + ", event[" + std::to_string(o.event) + "])");
+        break;
+      case sc::op_kind::send:
+        checked(i, "null_api::send(" + in + ", " + count(o.bytes) + ", 2, " + std::to_string(o.peer) + ", " + cm +
+                       ", " + st + ")");
+        break;
+      case sc::op_kind::recv:
+        checked(i, "null_api::recv(" + outb + ", " + count(o.bytes) + ", 2, " + std::to_string(o.peer) + ", " + cm +
+                       ", " + st + ")");
+        break;
       case sc::op_kind::collective: {
         const long long n = shapes[static_cast<std::size_t>(o.comm)].size;
         if (o.coll == sc::collective::all_to_all) {
@@ -59,12 +69,11 @@ int main(int argc, char** argv) {
           return 1;
         }
         const long long part = o.coll == sc::collective::all_reduce ? o.bytes : o.bytes / n;
-        checked(i, "null_api::" + std::string(sc::to_string(o.coll)) + "(" + in + ", " + outb + ", " + count(part) + ", 2, " + cm + ", " + st + ")");
+        checked(i, "null_api::" + std::string(sc::to_string(o.coll)) + "(" + in + ", " + outb + ", " + count(part) +
+                       ", 2, " + cm + ", " + st + ")");
         break;
       }
-      case sc::op_kind::host_sync:
-        std::fprintf(stderr, "the bench program has no host sync\n");
-        return 1;
+      case sc::op_kind::host_sync: std::fprintf(stderr, "the bench program has no host sync\n"); return 1;
     }
     if (o.group >= 0 && (i + 1 == p.ops.size() || p.ops[i + 1].group != o.group)) {
       checked(i, "null_api::group_end()");
@@ -82,6 +91,7 @@ int main(int argc, char** argv) {
          "  for (const void*& b : send_buffer) b = memory;\n"
          "  for (void*& b : recv_buffer) b = memory + 1;\n"
          "  measure_handwritten(steps);\n"
-         "  std::printf(\"{\\\"ops\\\":" << p.ops.size() << ",\\\"steps\\\":%d}\\n\", steps);\n}\n";
+         "  std::printf(\"{\\\"ops\\\":"
+      << p.ops.size() << ",\\\"steps\\\":%d}\\n\", steps);\n}\n";
   return 0;
 }

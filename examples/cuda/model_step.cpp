@@ -63,10 +63,12 @@ int env_int(const char* name, int fallback) {
 }
 
 void cuda_ok(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorName(e) + ": " + cudaGetErrorString(e));
+  if (e != cudaSuccess)
+    throw std::runtime_error(std::string(what) + ": " + cudaGetErrorName(e) + ": " + cudaGetErrorString(e));
 }
 void cublas_ok(cublasStatus_t s, const char* what) {
-  if (s != CUBLAS_STATUS_SUCCESS) throw std::runtime_error(std::string(what) + ": cuBLAS status " + std::to_string(static_cast<int>(s)));
+  if (s != CUBLAS_STATUS_SUCCESS)
+    throw std::runtime_error(std::string(what) + ": cuBLAS status " + std::to_string(static_cast<int>(s)));
 }
 
 using model_step::sizes;
@@ -114,14 +116,16 @@ struct rank_model {
     const auto forward = [this, hidden, one, zero](const sc::op_key& k, cudaStream_t s) {
       const auto l = static_cast<std::size_t>(k.at.layer);
       cublas_ok(cublasSetStream(blas, s), "cublasSetStream");
-      cublas_ok(cublasSgemm(blas, CUBLAS_OP_N, CUBLAS_OP_N, hidden, hidden, hidden, &one, x[l], hidden, w[l],
-                            hidden, &zero, y[l], hidden), "cublasSgemm (forward)");
+      cublas_ok(cublasSgemm(blas, CUBLAS_OP_N, CUBLAS_OP_N, hidden, hidden, hidden, &one, x[l], hidden, w[l], hidden,
+                            &zero, y[l], hidden),
+                "cublasSgemm (forward)");
     };
     const auto wgrad = [this, hidden, one, zero](const sc::op_key& k, cudaStream_t s) {
       const auto l = static_cast<std::size_t>(k.at.layer);
       cublas_ok(cublasSetStream(blas, s), "cublasSetStream");
-      cublas_ok(cublasSgemm(blas, CUBLAS_OP_N, CUBLAS_OP_T, hidden, hidden, hidden, &one, dy[l], hidden, x[l],
-                            hidden, &zero, dw[l], hidden), "cublasSgemm (weight gradient)");
+      cublas_ok(cublasSgemm(blas, CUBLAS_OP_N, CUBLAS_OP_T, hidden, hidden, hidden, &one, dy[l], hidden, x[l], hidden,
+                            &zero, dw[l], hidden),
+                "cublasSgemm (weight gradient)");
     };
     return model_step::step_resources<oc::cuda_api>(comm, ncclFloat32, forward, wgrad,
                                                     [this](int l) { return dw[static_cast<std::size_t>(l)]; });
@@ -129,8 +133,8 @@ struct rank_model {
 };
 
 /// Runs `iterations` steps of one variant on every rank, one thread per GPU; returns ms per step.
-double time_variant(std::vector<std::unique_ptr<rank_model>>& models, std::vector<ncclComm_t>& comms,
-                    const sizes& z, variant v) {
+double time_variant(std::vector<std::unique_ptr<rank_model>>& models, std::vector<ncclComm_t>& comms, const sizes& z,
+                    variant v) {
   const int n = static_cast<int>(models.size());
   std::vector<std::unique_ptr<oc::executor>> execs(static_cast<std::size_t>(n));
   std::vector<std::string> errors(static_cast<std::size_t>(n));
@@ -337,13 +341,14 @@ int main() {
     std::printf("step: overlapped %.3f ms, serialized %.3f ms (compute alone %.3f ms, communication alone %.3f ms)\n",
                 overlapped_ms, serialized_ms, compute_ms, comm_ms);
     const double parts = compute_ms > comm_ms ? compute_ms : comm_ms;
-    std::printf("{\"gpus\": %d, \"hidden\": %d, \"layers\": %d, \"comm_repeat\": %d, \"overlapped_ms\": %.4f, "
-                "\"serialized_ms\": %.4f, \"compute_ms\": %.4f, \"comm_ms\": %.4f, \"max_of_parts_ms\": %.4f, "
-                "\"overlapped_over_serialized\": %.4f, \"overlapped_over_max_of_parts\": %.4f, \"generated_step_ok\": %s, "
-                "\"numerics_ok\": %s}\n",
-                devices, z.hidden_size, z.num_layers, z.comm_repeat, overlapped_ms, serialized_ms, compute_ms, comm_ms, parts,
-                overlapped_ms / serialized_ms, overlapped_ms / parts, generated_ok ? "true" : "false",
-                generated_ok && serialized_ok && overlapped_ok ? "true" : "false");
+    std::printf(
+        "{\"gpus\": %d, \"hidden\": %d, \"layers\": %d, \"comm_repeat\": %d, \"overlapped_ms\": %.4f, "
+        "\"serialized_ms\": %.4f, \"compute_ms\": %.4f, \"comm_ms\": %.4f, \"max_of_parts_ms\": %.4f, "
+        "\"overlapped_over_serialized\": %.4f, \"overlapped_over_max_of_parts\": %.4f, \"generated_step_ok\": %s, "
+        "\"numerics_ok\": %s}\n",
+        devices, z.hidden_size, z.num_layers, z.comm_repeat, overlapped_ms, serialized_ms, compute_ms, comm_ms, parts,
+        overlapped_ms / serialized_ms, overlapped_ms / parts, generated_ok ? "true" : "false",
+        generated_ok && serialized_ok && overlapped_ok ? "true" : "false");
     return generated_ok && serialized_ok && overlapped_ok ? 0 : 1;
   } catch (const std::exception& ex) {
     std::printf("FAILED: %s\n", ex.what());

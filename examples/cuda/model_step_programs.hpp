@@ -51,9 +51,12 @@ inline sc::program step_program(int rank, int ranks, const sizes& z, variant v) 
       p.ops.push_back({.kind = sc::op_kind::wait, .stream = 1, .event = p.num_events++});
     }
     for (int k = 0; k < z.comm_repeat; ++k)
-      p.ops.push_back({.kind = sc::op_kind::collective, .stream = comm_stream,
+      p.ops.push_back({.kind = sc::op_kind::collective,
+                       .stream = comm_stream,
                        .key = {.type = op_type::dp_grad_reduce, .at = {.layer = l, .bucket = l}},
-                       .coll = sc::collective::all_reduce, .comm = 0, .bytes = grad_bytes});
+                       .coll = sc::collective::all_reduce,
+                       .comm = 0,
+                       .bytes = grad_bytes});
   }
   if (compute && comm && comm_stream == 1) {  // the optimizer would wait for the last reduction
     p.ops.push_back({.kind = sc::op_kind::record, .stream = 1, .event = p.num_events});
@@ -121,10 +124,10 @@ ov::cuda::basic_resources<Api> generated_resources(const sc::program& p, typenam
       ov::cuda::on<op_type::embedding_fprop, op_type::embedding_bprop, op_type::layernorm_fprop,
                    op_type::layernorm_bprop, op_type::attn_core_fprop, op_type::attn_core_bprop,
                    op_type::tp_ring_reduce, op_type::router_fprop, op_type::router_bprop, op_type::permute_fprop,
-                   op_type::permute_bprop, op_type::unpermute_fprop, op_type::unpermute_bprop,
-                   op_type::experts_fprop, op_type::experts_dgrad, op_type::experts_wgrad,
-                   op_type::shared_experts_fprop, op_type::shared_experts_dgrad, op_type::shared_experts_wgrad,
-                   op_type::optimizer_step>(std::move(stand_in)));
+                   op_type::permute_bprop, op_type::unpermute_fprop, op_type::unpermute_bprop, op_type::experts_fprop,
+                   op_type::experts_dgrad, op_type::experts_wgrad, op_type::shared_experts_fprop,
+                   op_type::shared_experts_dgrad, op_type::shared_experts_wgrad, op_type::optimizer_step>(
+          std::move(stand_in)));
   for (const sc::communicator& c : p.comms) r.comms[c.name] = comm;
   r.buffers = [allocate = std::move(allocate), u8](const sc::op& o) {
     void* d = allocate(o.bytes);

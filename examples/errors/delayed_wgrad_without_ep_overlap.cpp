@@ -6,11 +6,10 @@
 #include <overlap/overlap.hpp>
 namespace ov = overlap;
 
-template struct ov::config<
-    ov::tp<1>, ov::pp<1>, ov::dp<16>, ov::ep<16>, ov::num_moe_experts<128>,
-    ov::moe_token_dispatcher_type<ov::dispatcher::alltoall>, ov::precision<ov::dtype::bf16>,
-    ov::distributed_optimizer<>, ov::te_version<2, 8, 0>, ov::gpu<ov::gpu_model::h100>,
+template struct ov::config<ov::tp<1>, ov::pp<1>, ov::dp<16>, ov::ep<16>, ov::num_moe_experts<128>,
+                           ov::moe_token_dispatcher_type<ov::dispatcher::alltoall>, ov::precision<ov::dtype::bf16>,
+                           ov::distributed_optimizer<>, ov::te_version<2, 8, 0>, ov::gpu<ov::gpu_model::h100>,
 #ifdef OVERLAP_CONTROL
-    ov::overlap_moe_expert_parallel_comm<>,
+                           ov::overlap_moe_expert_parallel_comm<>,
 #endif
-    ov::delay_wgrad_compute<>>;
+                           ov::delay_wgrad_compute<>>;

@@ -6,14 +6,13 @@
 #include <overlap/overlap.hpp>
 namespace ov = overlap;
 
-template struct ov::config<
-    ov::tp<2>, ov::sequence_parallel<>, ov::pp<4>, ov::vpp<2>, ov::dp<8>, ov::ep<8>, ov::etp<1>,
-    ov::distributed_optimizer<>, ov::num_moe_experts<64>,
-    ov::moe_token_dispatcher_type<ov::dispatcher::alltoall>, ov::precision<ov::dtype::bf16>,
-    ov::gpu<ov::gpu_model::h100>, ov::overlap_moe_expert_parallel_comm<>,
+template struct ov::config<ov::tp<2>, ov::sequence_parallel<>, ov::pp<4>, ov::vpp<2>, ov::dp<8>, ov::ep<8>, ov::etp<1>,
+                           ov::distributed_optimizer<>, ov::num_moe_experts<64>,
+                           ov::moe_token_dispatcher_type<ov::dispatcher::alltoall>, ov::precision<ov::dtype::bf16>,
+                           ov::gpu<ov::gpu_model::h100>, ov::overlap_moe_expert_parallel_comm<>,
 #ifdef OVERLAP_CONTROL
-    ov::recompute_granularity<ov::granularity::selective>
+                           ov::recompute_granularity<ov::granularity::selective>
 #else
-    ov::recompute_granularity<ov::granularity::full>
+                           ov::recompute_granularity<ov::granularity::full>
 #endif
-    >;
+                           >;

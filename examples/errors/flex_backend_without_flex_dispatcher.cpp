@@ -6,14 +6,13 @@
 #include <overlap/overlap.hpp>
 namespace ov = overlap;
 
-template struct ov::config<
-    ov::tp<2>, ov::sequence_parallel<>, ov::pp<4>, ov::vpp<2>, ov::dp<8>, ov::ep<8>, ov::etp<1>,
-    ov::distributed_optimizer<>, ov::num_moe_experts<64>, ov::precision<ov::dtype::bf16>,
-    ov::gpu<ov::gpu_model::h100>, ov::overlap_moe_expert_parallel_comm<>,
-    ov::moe_flex_dispatcher_backend<ov::flex_backend::deepep>,
+template struct ov::config<ov::tp<2>, ov::sequence_parallel<>, ov::pp<4>, ov::vpp<2>, ov::dp<8>, ov::ep<8>, ov::etp<1>,
+                           ov::distributed_optimizer<>, ov::num_moe_experts<64>, ov::precision<ov::dtype::bf16>,
+                           ov::gpu<ov::gpu_model::h100>, ov::overlap_moe_expert_parallel_comm<>,
+                           ov::moe_flex_dispatcher_backend<ov::flex_backend::deepep>,
 #ifdef OVERLAP_CONTROL
-    ov::moe_token_dispatcher_type<ov::dispatcher::flex>
+                           ov::moe_token_dispatcher_type<ov::dispatcher::flex>
 #else
-    ov::moe_token_dispatcher_type<ov::dispatcher::alltoall>
+                           ov::moe_token_dispatcher_type<ov::dispatcher::alltoall>
 #endif
-    >;
+                           >;

@@ -6,10 +6,9 @@
 #include <overlap/overlap.hpp>
 namespace ov = overlap;
 
-template struct ov::config<
-    ov::tp<4>, ov::sequence_parallel<>, ov::pp<4>, ov::vpp<5>, ov::dp<4>,
-    ov::precision<ov::dtype::bf16>, ov::gpu<ov::gpu_model::h100>, ov::overlap_grad_reduce<>,
+template struct ov::config<ov::tp<4>, ov::sequence_parallel<>, ov::pp<4>, ov::vpp<5>, ov::dp<4>,
+                           ov::precision<ov::dtype::bf16>, ov::gpu<ov::gpu_model::h100>, ov::overlap_grad_reduce<>,
 #ifdef OVERLAP_CONTROL
-    ov::distributed_optimizer<>,
+                           ov::distributed_optimizer<>,
 #endif
-    ov::overlap_param_gather<>>;
+                           ov::overlap_param_gather<>>;

@@ -7,10 +7,9 @@
 #include <overlap/overlap.hpp>
 namespace ov = overlap;
 
-template struct ov::config<
-    ov::tp<4>,
+template struct ov::config<ov::tp<4>,
 #ifdef OVERLAP_CONTROL
-    ov::sequence_parallel<>,
+                           ov::sequence_parallel<>,
 #endif
-    ov::tp_comm_overlap<>, ov::pp<4>, ov::vpp<5>, ov::dp<4>, ov::distributed_optimizer<>,
-    ov::precision<ov::dtype::bf16>, ov::gpu<ov::gpu_model::h100>>;
+                           ov::tp_comm_overlap<>, ov::pp<4>, ov::vpp<5>, ov::dp<4>, ov::distributed_optimizer<>,
+                           ov::precision<ov::dtype::bf16>, ov::gpu<ov::gpu_model::h100>>;

@@ -4,9 +4,9 @@
 namespace ov = overlap;
 
 template struct ov::config<ov::tp<2>, ov::sequence_parallel<>, ov::pp<4>, ov::vpp<2>, ov::dp<8>,
-                           ov::distributed_optimizer<>,
-                           ov::overlap_param_gather_with_optimizer_step<>
+                           ov::distributed_optimizer<>, ov::overlap_param_gather_with_optimizer_step<>
 #ifndef OVERLAP_CONTROL
-                           , ov::use_dist_ckpt<>
+                           ,
+                           ov::use_dist_ckpt<>
 #endif
                            >;

@@ -3,9 +3,9 @@
 #include <overlap/overlap.hpp>
 namespace ov = overlap;
 
-template struct ov::config<ov::tp<2>, ov::sequence_parallel<>, ov::dp<8>,
-                           ov::distributed_optimizer<>
+template struct ov::config<ov::tp<2>, ov::sequence_parallel<>, ov::dp<8>, ov::distributed_optimizer<>
 #ifndef OVERLAP_CONTROL
-                           , ov::overlap_grad_reduce<false>
+                           ,
+                           ov::overlap_grad_reduce<false>
 #endif
                            >;

@@ -3,8 +3,8 @@
 #include <overlap/overlap.hpp>
 namespace ov = overlap;
 
-template struct ov::config<ov::tp<2>, ov::sequence_parallel<>, ov::dp<4>,
-                           ov::precision<ov::dtype::bf16>, ov::gpu<ov::gpu_model::h100>,
+template struct ov::config<ov::tp<2>, ov::sequence_parallel<>, ov::dp<4>, ov::precision<ov::dtype::bf16>,
+                           ov::gpu<ov::gpu_model::h100>,
 #ifdef OVERLAP_CONTROL
                            ov::cuda_device_max_connections<1>
 #else

@@ -3,8 +3,7 @@
 #include <overlap/overlap.hpp>
 namespace ov = overlap;
 
-template struct ov::config<ov::ep<8>, ov::dp<8>, ov::num_moe_experts<64>,
-                           ov::precision<ov::dtype::bf16>,
+template struct ov::config<ov::ep<8>, ov::dp<8>, ov::num_moe_experts<64>, ov::precision<ov::dtype::bf16>,
                            ov::moe_token_dispatcher_type<ov::dispatcher::alltoall>,
 #ifndef OVERLAP_CONTROL
                            ov::recompute_num_layers<1>,

@@ -3,8 +3,7 @@
 #include <overlap/overlap.hpp>
 namespace ov = overlap;
 
-template struct ov::config<ov::tp<2>, ov::sequence_parallel<>, ov::dp<4>, ov::etp<1>,
-                           ov::num_moe_experts<64>,
+template struct ov::config<ov::tp<2>, ov::sequence_parallel<>, ov::dp<4>, ov::etp<1>, ov::num_moe_experts<64>,
 #ifdef OVERLAP_CONTROL
                            ov::ep<8>
 #else

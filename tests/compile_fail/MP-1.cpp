@@ -3,9 +3,10 @@
 #include <overlap/overlap.hpp>
 namespace ov = overlap;
 
-template struct ov::config<ov::tp<2>, ov::sequence_parallel<>, ov::dp<4>,
-                           ov::precision<ov::dtype::bf16>, ov::fp8_param_gather<>
+template struct ov::config<ov::tp<2>, ov::sequence_parallel<>, ov::dp<4>, ov::precision<ov::dtype::bf16>,
+                           ov::fp8_param_gather<>
 #ifdef OVERLAP_CONTROL
-                           , ov::fp8<>
+                           ,
+                           ov::fp8<>
 #endif
                            >;

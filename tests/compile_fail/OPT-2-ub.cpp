@@ -11,5 +11,4 @@ struct my_cfg {
 #endif
 };
 
-template struct ov::config<ov::tp<2>, ov::sequence_parallel<>, ov::tp_comm_overlap<>,
-                           ov::tp_comm_overlap_cfg<my_cfg>>;
+template struct ov::config<ov::tp<2>, ov::sequence_parallel<>, ov::tp_comm_overlap<>, ov::tp_comm_overlap_cfg<my_cfg>>;

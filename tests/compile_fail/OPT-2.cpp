@@ -5,6 +5,7 @@ namespace ov = overlap;
 
 template struct ov::config<ov::tp<2>, ov::sequence_parallel<>, ov::dp<4>
 #ifndef OVERLAP_CONTROL
-                           , int
+                           ,
+                           int
 #endif
                            >;

@@ -5,6 +5,7 @@ namespace ov = overlap;
 
 template struct ov::config<ov::tp<2>, ov::sequence_parallel<>, ov::pp<4>, ov::vpp<2>, ov::dp<2>
 #ifndef OVERLAP_CONTROL
-                           , ov::batch_p2p_comm<>
+                           ,
+                           ov::batch_p2p_comm<>
 #endif
                            >;

@@ -5,6 +5,7 @@ namespace ov = overlap;
 
 template struct ov::config<ov::tp<2>, ov::sequence_parallel<>, ov::pp<2>, ov::vpp<2>, ov::dp<4>
 #ifndef OVERLAP_CONTROL
-                           , ov::overlap_p2p_comm<false>
+                           ,
+                           ov::overlap_p2p_comm<false>
 #endif
                            >;

@@ -11,6 +11,5 @@ struct my_cfg {
 #endif
 };
 
-template struct ov::config<ov::tp<4>, ov::sequence_parallel<>, ov::dp<2>,
-                           ov::precision<ov::dtype::bf16>, ov::tp_comm_overlap<>,
-                           ov::tp_comm_overlap_cfg<my_cfg>>;
+template struct ov::config<ov::tp<4>, ov::sequence_parallel<>, ov::dp<2>, ov::precision<ov::dtype::bf16>,
+                           ov::tp_comm_overlap<>, ov::tp_comm_overlap_cfg<my_cfg>>;

@@ -5,6 +5,7 @@ namespace ov = overlap;
 
 template struct ov::config<ov::dp<8>, ov::distributed_optimizer<>, ov::precision<ov::dtype::bf16>
 #ifndef OVERLAP_CONTROL
-                           , ov::tp_comm_overlap<>
+                           ,
+                           ov::tp_comm_overlap<>
 #endif
                            >;

@@ -3,8 +3,8 @@
 #include <overlap/overlap.hpp>
 namespace ov = overlap;
 
-template struct ov::config<ov::tp<4>, ov::sequence_parallel<>, ov::dp<2>,
-                           ov::precision<ov::dtype::bf16>, ov::gpu<ov::gpu_model::h100>,
+template struct ov::config<ov::tp<4>, ov::sequence_parallel<>, ov::dp<2>, ov::precision<ov::dtype::bf16>,
+                           ov::gpu<ov::gpu_model::h100>,
 #ifdef OVERLAP_CONTROL
                            ov::tp_comm_overlap<>,
 #endif

@@ -40,11 +40,11 @@ inline overlap::schedule::workload small_workload(int layers, int micro_batches)
 
 namespace ovc = overlap;
 /// Every family at size 2, MoE with the alltoall dispatcher and EP overlap: 8 ranks.
-using composed_moe = ovc::config<ovc::tp<2>, ovc::sequence_parallel<>, ovc::tp_comm_overlap<>, ovc::pp<2>, ovc::vpp<2>,
-                                 ovc::dp<2>, ovc::ep<2>, ovc::etp<1>, ovc::num_moe_experts<8>,
-                                 ovc::moe_token_dispatcher_type<ovc::dispatcher::alltoall>,
-                                 ovc::distributed_optimizer<>, ovc::precision<ovc::dtype::bf16>,
-                                 ovc::overlap_moe_expert_parallel_comm<>>;
+using composed_moe =
+    ovc::config<ovc::tp<2>, ovc::sequence_parallel<>, ovc::tp_comm_overlap<>, ovc::pp<2>, ovc::vpp<2>, ovc::dp<2>,
+                ovc::ep<2>, ovc::etp<1>, ovc::num_moe_experts<8>,
+                ovc::moe_token_dispatcher_type<ovc::dispatcher::alltoall>, ovc::distributed_optimizer<>,
+                ovc::precision<ovc::dtype::bf16>, ovc::overlap_moe_expert_parallel_comm<>>;
 inline overlap::schedule::workload composed_moe_workload() {
   overlap::schedule::workload w = small_workload(4, 4);
   w.moe_router_topk = 2;

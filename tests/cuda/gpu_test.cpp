@@ -29,7 +29,8 @@ void expect(bool ok, const std::string& what) {
 }
 
 void cuda_check(cudaError_t e, const char* call) {
-  if (e != cudaSuccess) throw std::runtime_error(std::string(call) + ": " + cudaGetErrorName(e) + ": " + cudaGetErrorString(e));
+  if (e != cudaSuccess)
+    throw std::runtime_error(std::string(call) + ": " + cudaGetErrorName(e) + ": " + cudaGetErrorString(e));
 }
 
 struct device_array {
@@ -52,7 +53,8 @@ struct device_array {
 
 int run_steps(ncclComm_t comm) {
   device_array source, grad, reduced, gathered, exchanged, out;
-  const gpu_programs::one_rank_memory memory{source.data, grad.data, reduced.data, gathered.data, exchanged.data, out.data};
+  const gpu_programs::one_rank_memory memory{source.data,   grad.data,      reduced.data,
+                                             gathered.data, exchanged.data, out.data};
   const auto copy = [](void* to, const void* from, std::int64_t n, cudaStream_t s) {
     cuda_check(cudaMemcpyAsync(to, from, static_cast<std::size_t>(n), cudaMemcpyDeviceToDevice, s), "copy kernel");
   };

@@ -36,11 +36,11 @@ struct state {
   int fail_nth = 0;
   int fail_status = 0;
   int seen_fail_call = 0;
-  int nccl_return = 0;    ///< what every NCCL enqueue returns when no failure is due (7: in progress)
+  int nccl_return = 0;        ///< what every NCCL enqueue returns when no failure is due (7: in progress)
   bool streams_busy = false;  ///< cudaStreamQuery reports cudaErrorNotReady
   int stream_error = 0;       ///< cudaStreamQuery reports this error (0: none)
   int queries = 0;
-  const char* base = arena;  ///< where the log's buffer offsets count from
+  const char* base = arena;        ///< where the log's buffer offsets count from
   std::vector<int> timing_events;  ///< created with timing on, in creation order
   /// What cudaEventElapsedTime reads between two timing events; `read` counts the reads (0-based).
   std::function<float(int start, int end, int read)> elapsed_ms = [](int, int, int) { return 1.0f; };
@@ -87,8 +87,7 @@ struct recording_api {
   }
   static std::string at(const void* p) {
     if (p == nullptr) return "null";
-    return "@" + std::to_string(reinterpret_cast<std::uintptr_t>(p) -
-                                reinterpret_cast<std::uintptr_t>(s().base));
+    return "@" + std::to_string(reinterpret_cast<std::uintptr_t>(p) - reinterpret_cast<std::uintptr_t>(s().base));
   }
   static std::string id(int v) { return std::to_string(v); }
   static std::string of(comm_t c) { return c->name; }
@@ -158,19 +157,25 @@ struct recording_api {
   static int group_start() { return nccl("group_start", "group_start"); }
   static int group_end() { return nccl("group_end", "group_end"); }
   static int all_gather(const void* in, void* out, std::size_t n, dtype, comm_t c, int st) {
-    return nccl("all_gather " + of(c) + " s" + id(st) + " " + at(in) + " -> " + at(out) + " count " + std::to_string(n), "all_gather");
+    return nccl("all_gather " + of(c) + " s" + id(st) + " " + at(in) + " -> " + at(out) + " count " + std::to_string(n),
+                "all_gather");
   }
   static int reduce_scatter(const void* in, void* out, std::size_t n, dtype, comm_t c, int st) {
-    return nccl("reduce_scatter " + of(c) + " s" + id(st) + " " + at(in) + " -> " + at(out) + " count " + std::to_string(n), "reduce_scatter");
+    return nccl(
+        "reduce_scatter " + of(c) + " s" + id(st) + " " + at(in) + " -> " + at(out) + " count " + std::to_string(n),
+        "reduce_scatter");
   }
   static int all_reduce(const void* in, void* out, std::size_t n, dtype, comm_t c, int st) {
-    return nccl("all_reduce " + of(c) + " s" + id(st) + " " + at(in) + " -> " + at(out) + " count " + std::to_string(n), "all_reduce");
+    return nccl("all_reduce " + of(c) + " s" + id(st) + " " + at(in) + " -> " + at(out) + " count " + std::to_string(n),
+                "all_reduce");
   }
   static int send(const void* in, std::size_t n, dtype, int peer, comm_t c, int st) {
-    return nccl("send " + of(c) + " s" + id(st) + " " + at(in) + " count " + std::to_string(n) + " to " + id(peer), "send");
+    return nccl("send " + of(c) + " s" + id(st) + " " + at(in) + " count " + std::to_string(n) + " to " + id(peer),
+                "send");
   }
   static int recv(void* out, std::size_t n, dtype, int peer, comm_t c, int st) {
-    return nccl("recv " + of(c) + " s" + id(st) + " " + at(out) + " count " + std::to_string(n) + " from " + id(peer), "recv");
+    return nccl("recv " + of(c) + " s" + id(st) + " " + at(out) + " count " + std::to_string(n) + " from " + id(peer),
+                "recv");
   }
   static int comm_count(comm_t c, int* n) { return *n = c->count, fails("comm_count"); }
   static int comm_user_rank(comm_t c, int* r) { return *r = c->rank, fails("comm_user_rank"); }

@@ -52,8 +52,11 @@ inline resources::buffer_provider exact_buffers(const sc::program& p, char* memo
     if (o.kind == sc::op_kind::recv) send = 0;
     if (o.kind == sc::op_kind::collective && o.coll == sc::collective::all_gather) send = o.bytes / n;
     if (o.kind == sc::op_kind::collective && o.coll == sc::collective::reduce_scatter) recv = o.bytes / n;
-    return buffer{.send = send > 0 ? memory : nullptr, .send_bytes = send,
-                  .recv = recv > 0 ? memory + (1 << 12) : nullptr, .recv_bytes = recv, .dtype = dtype::bf16};
+    return buffer{.send = send > 0 ? memory : nullptr,
+                  .send_bytes = send,
+                  .recv = recv > 0 ? memory + (1 << 12) : nullptr,
+                  .recv_bytes = recv,
+                  .dtype = dtype::bf16};
   };
 }
 

@@ -25,11 +25,11 @@ constexpr sc::op_type_set set_of(std::initializer_list<op_type> types) {
 /// What a generated config's `cfg::schedule` exposes: the op types its programs can contain.
 struct dense_schedule {
   static constexpr sc::op_type_set op_types =
-      set_of({op_type::embedding_fprop, op_type::layernorm_fprop, op_type::qkv_fprop, op_type::attn_core_fprop,
-              op_type::proj_fprop, op_type::fc1_fprop, op_type::fc2_fprop, op_type::lm_head_fprop,
-              op_type::lm_head_bprop, op_type::fc2_dgrad, op_type::fc2_wgrad, op_type::fc1_dgrad,
-              op_type::attn_core_bprop, op_type::qkv_wgrad, op_type::embedding_bprop, op_type::optimizer_step,
-              op_type::tp_all_gather, op_type::tp_reduce_scatter, op_type::event_record, op_type::event_wait});
+      set_of({op_type::embedding_fprop, op_type::layernorm_fprop,   op_type::qkv_fprop,       op_type::attn_core_fprop,
+              op_type::proj_fprop,      op_type::fc1_fprop,         op_type::fc2_fprop,       op_type::lm_head_fprop,
+              op_type::lm_head_bprop,   op_type::fc2_dgrad,         op_type::fc2_wgrad,       op_type::fc1_dgrad,
+              op_type::attn_core_bprop, op_type::qkv_wgrad,         op_type::embedding_bprop, op_type::optimizer_step,
+              op_type::tp_all_gather,   op_type::tp_reduce_scatter, op_type::event_record,    op_type::event_wait});
 };
 
 sc::op compute(op_type t, int layer = -1, int micro_batch = 0) {
@@ -45,8 +45,12 @@ sc::program dense_program() {
   p.comms = {{"tp", {0, 1}}};
   p.num_events = 4;
   const auto tp = [](op_type t, op_type slot, sc::collective c) {
-    return sc::op{.kind = K::collective, .stream = 1, .key = {.type = t, .slot = slot, .at = {.layer = 0, .micro_batch = 0}},
-                  .coll = c, .comm = 0, .bytes = 256};
+    return sc::op{.kind = K::collective,
+                  .stream = 1,
+                  .key = {.type = t, .slot = slot, .at = {.layer = 0, .micro_batch = 0}},
+                  .coll = c,
+                  .comm = 0,
+                  .bytes = 256};
   };
   const auto record = [](int stream, int event) {
     return sc::op{.kind = K::record, .stream = stream, .key = {.type = op_type::event_record}, .event = event};
@@ -56,15 +60,19 @@ sc::program dense_program() {
   };
   p.ops = {compute(op_type::embedding_fprop),
            compute(op_type::layernorm_fprop, 0),
-           record(0, 0), wait(1, 0),
+           record(0, 0),
+           wait(1, 0),
            tp(op_type::tp_all_gather, op_type::qkv_fprop, sc::collective::all_gather),
-           record(1, 1), wait(0, 1),
+           record(1, 1),
+           wait(0, 1),
            compute(op_type::qkv_fprop, 0),
            compute(op_type::attn_core_fprop, 0),
            compute(op_type::proj_fprop, 0),
-           record(0, 2), wait(1, 2),
+           record(0, 2),
+           wait(1, 2),
            tp(op_type::tp_reduce_scatter, op_type::proj_fprop, sc::collective::reduce_scatter),
-           record(1, 3), wait(0, 3),
+           record(1, 3),
+           wait(0, 3),
            compute(op_type::fc1_fprop, 0),
            compute(op_type::fc2_fprop, 0),
            compute(op_type::lm_head_fprop),
@@ -109,7 +117,7 @@ TEST_CASE("kernels bound by type: 16 compute types, 7 callables, one buffer prov
   reset();
   executor exec(p, std::move(r));
   CHECK(lines_starting("buffer for") == std::vector<std::string>{"buffer for tp_all_gather qkv_fprop l0 mb0",
-                                                                  "buffer for tp_reduce_scatter proj_fprop l0 mb0"});
+                                                                 "buffer for tp_reduce_scatter proj_fprop l0 mb0"});
   s().log.clear();
   exec.run();
   const std::vector<std::string> expected = {
@@ -168,17 +176,17 @@ sc::program moe_program() {
   p.comms = {{"ep", {4, 5, 6, 7}}};
   p.num_events = 2;
   const auto a2a = [](op_type t) {
-    return sc::op{.kind = K::collective, .stream = 1, .key = {.type = t, .at = {.layer = 2, .micro_batch = 1}},
-                  .coll = sc::collective::all_to_all, .comm = 0, .bytes = 64};
+    return sc::op{.kind = K::collective,
+                  .stream = 1,
+                  .key = {.type = t, .at = {.layer = 2, .micro_batch = 1}},
+                  .coll = sc::collective::all_to_all,
+                  .comm = 0,
+                  .bytes = 64};
   };
-  p.ops = {compute(op_type::router_fprop, 2, 1),
-           {.kind = K::record, .stream = 0, .event = 0},
-           {.kind = K::wait, .stream = 1, .event = 0},
-           a2a(op_type::ep_dispatch),
-           {.kind = K::record, .stream = 1, .event = 1},
-           {.kind = K::wait, .stream = 0, .event = 1},
-           compute(op_type::experts_fprop, 2, 1),
-           a2a(op_type::ep_combine)};
+  p.ops = {compute(op_type::router_fprop, 2, 1),         {.kind = K::record, .stream = 0, .event = 0},
+           {.kind = K::wait, .stream = 1, .event = 0},   a2a(op_type::ep_dispatch),
+           {.kind = K::record, .stream = 1, .event = 1}, {.kind = K::wait, .stream = 0, .event = 1},
+           compute(op_type::experts_fprop, 2, 1),        a2a(op_type::ep_combine)};
   p.ops[7].stream = 0;
   return p;
 }
@@ -203,10 +211,14 @@ TEST_CASE("a communication type bound to the trainer's callable replaces NCCL an
   executor exec(p, std::move(r));  // no communicator either
   s().log.clear();
   exec.run();
-  const std::vector<std::string> expected = {
-      "kernel router_fprop l2 mb1 s100", "record e200 s100", "wait s101 e200",
-      "deepep ep_dispatch l2 mb1 64 bytes s101", "record e201 s101", "wait s100 e201",
-      "kernel experts_fprop l2 mb1 s100", "deepep ep_combine l2 mb1 64 bytes s100"};
+  const std::vector<std::string> expected = {"kernel router_fprop l2 mb1 s100",
+                                             "record e200 s100",
+                                             "wait s101 e200",
+                                             "deepep ep_dispatch l2 mb1 64 bytes s101",
+                                             "record e201 s101",
+                                             "wait s100 e201",
+                                             "kernel experts_fprop l2 mb1 s100",
+                                             "deepep ep_combine l2 mb1 64 bytes s100"};
   CHECK(s().log == expected);
   CHECK(exec.calls_per_step() == expected.size() + 4);  // + the launch check after each callable
 
@@ -223,13 +235,15 @@ TEST_CASE("overriding one communication type leaves the others on NCCL, with the
   const sc::program p = moe_program();
   const auto comms = comms_for(p);
   auto r = supply(p, comms);
-  r.comm_overrides[op_type::ep_dispatch] = [](const sc::op& o, int) { s().log.push_back("deepep " + sc::display_name(o)); };
+  r.comm_overrides[op_type::ep_dispatch] = [](const sc::op& o, int) {
+    s().log.push_back("deepep " + sc::display_name(o));
+  };
   int asked = 0;
   reset();
   executor exec(p, edit_buffers(std::move(r), [&](const sc::op& o, buffer&) {
-    CHECK(o.key.type == op_type::ep_combine);
-    ++asked;
-  }));
+                  CHECK(o.key.type == op_type::ep_combine);
+                  ++asked;
+                }));
   CHECK(asked == 1);
   s().log.clear();
   exec.run();

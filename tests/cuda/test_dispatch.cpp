@@ -24,13 +24,27 @@ sc::program small_program() {
       {.kind = K::compute, .stream = 0, .key = {.type = op_type::fc1_fprop, .at = {.layer = 0, .micro_batch = 0}}},
       {.kind = K::record, .stream = 0, .key = {.type = op_type::event_record}, .event = 0},
       {.kind = K::wait, .stream = 1, .key = {.type = op_type::event_wait}, .event = 0},
-      {.kind = K::collective, .stream = 1, .key = {.type = op_type::dp_grad_reduce, .at = {.bucket = 0}},
-       .coll = sc::collective::all_reduce, .comm = 0, .bytes = 64},
+      {.kind = K::collective,
+       .stream = 1,
+       .key = {.type = op_type::dp_grad_reduce, .at = {.bucket = 0}},
+       .coll = sc::collective::all_reduce,
+       .comm = 0,
+       .bytes = 64},
       {.kind = K::record, .stream = 1, .event = 1},
-      {.kind = K::send, .stream = 2, .key = {.type = op_type::pp_send_forward, .at = {.micro_batch = 0}}, .comm = 1,
-       .peer = 1, .bytes = 32, .group = 0},
-      {.kind = K::recv, .stream = 2, .key = {.type = op_type::pp_recv_backward, .at = {.micro_batch = 0}}, .comm = 1,
-       .peer = 1, .bytes = 32, .group = 0},
+      {.kind = K::send,
+       .stream = 2,
+       .key = {.type = op_type::pp_send_forward, .at = {.micro_batch = 0}},
+       .comm = 1,
+       .peer = 1,
+       .bytes = 32,
+       .group = 0},
+      {.kind = K::recv,
+       .stream = 2,
+       .key = {.type = op_type::pp_recv_backward, .at = {.micro_batch = 0}},
+       .comm = 1,
+       .peer = 1,
+       .bytes = 32,
+       .group = 0},
       {.kind = K::wait, .stream = 0, .event = 1},
       {.kind = K::compute, .stream = 0, .key = {.type = op_type::fc1_dgrad, .at = {.layer = 0, .micro_batch = 0}}},
   };
@@ -109,7 +123,7 @@ TEST_CASE("a wait uses the handle of its event, so it follows that event's lates
   exec.run();
   // Event 1 is unused: it gets no handle, and event 2 the second one.
   const std::vector<std::string> expected = {"record e201 s100", "record e200 s100", "wait s101 e200",
-                                             "record e200 s101", "wait s100 e200", "wait s101 e201"};
+                                             "record e200 s101", "wait s100 e200",   "wait s101 e201"};
   CHECK(s().log == expected);
 }
 
@@ -120,10 +134,19 @@ TEST_CASE("an all-to-all is n sends and n receives of bytes / n, as one group un
   p.streams = {{sc::stream_role::ep_comm, 0}};
   p.comms = {{"ep", {4, 5, 6, 7}}};
   p.ops = {
-      {.kind = K::collective, .stream = 0, .key = {.type = op_type::ep_dispatch, .at = {.layer = 1}},
-       .coll = sc::collective::all_to_all, .comm = 0, .bytes = 64},
-      {.kind = K::collective, .stream = 0, .key = {.type = op_type::ep_combine, .at = {.layer = 1}},
-       .coll = sc::collective::all_to_all, .comm = 0, .bytes = 32, .group = 3},
+      {.kind = K::collective,
+       .stream = 0,
+       .key = {.type = op_type::ep_dispatch, .at = {.layer = 1}},
+       .coll = sc::collective::all_to_all,
+       .comm = 0,
+       .bytes = 64},
+      {.kind = K::collective,
+       .stream = 0,
+       .key = {.type = op_type::ep_combine, .at = {.layer = 1}},
+       .coll = sc::collective::all_to_all,
+       .comm = 0,
+       .bytes = 32,
+       .group = 3},
       {.kind = K::send, .stream = 0, .comm = 0, .peer = 3, .bytes = 8, .group = 3},  // untyped
   };
   const auto comms = comms_for(p);
@@ -132,16 +155,24 @@ TEST_CASE("an all-to-all is n sends and n receives of bytes / n, as one group un
   exec.run();
   const std::vector<std::string> expected = {
       "group_start",
-      "send ep s100 @0 count 8 to 0", "recv ep s100 @4096 count 8 from 0",
-      "send ep s100 @16 count 8 to 1", "recv ep s100 @4112 count 8 from 1",
-      "send ep s100 @32 count 8 to 2", "recv ep s100 @4128 count 8 from 2",
-      "send ep s100 @48 count 8 to 3", "recv ep s100 @4144 count 8 from 3",
+      "send ep s100 @0 count 8 to 0",
+      "recv ep s100 @4096 count 8 from 0",
+      "send ep s100 @16 count 8 to 1",
+      "recv ep s100 @4112 count 8 from 1",
+      "send ep s100 @32 count 8 to 2",
+      "recv ep s100 @4128 count 8 from 2",
+      "send ep s100 @48 count 8 to 3",
+      "recv ep s100 @4144 count 8 from 3",
       "group_end",
       "group_start",
-      "send ep s100 @0 count 4 to 0", "recv ep s100 @4096 count 4 from 0",
-      "send ep s100 @8 count 4 to 1", "recv ep s100 @4104 count 4 from 1",
-      "send ep s100 @16 count 4 to 2", "recv ep s100 @4112 count 4 from 2",
-      "send ep s100 @24 count 4 to 3", "recv ep s100 @4120 count 4 from 3",
+      "send ep s100 @0 count 4 to 0",
+      "recv ep s100 @4096 count 4 from 0",
+      "send ep s100 @8 count 4 to 1",
+      "recv ep s100 @4104 count 4 from 1",
+      "send ep s100 @16 count 4 to 2",
+      "recv ep s100 @4112 count 4 from 2",
+      "send ep s100 @24 count 4 to 3",
+      "recv ep s100 @4120 count 4 from 3",
       "send ep s100 @0 count 4 to 3",
       "group_end",
   };
@@ -155,10 +186,18 @@ TEST_CASE("all-gather and reduce-scatter counts are per rank: the input part and
   p.streams = {{sc::stream_role::tp_comm, 0}};
   p.comms = {{"tp", {0, 1, 2, 3}}};
   p.ops = {
-      {.kind = K::collective, .stream = 0, .key = {.type = op_type::tp_all_gather, .slot = op_type::fc1_fprop},
-       .coll = sc::collective::all_gather, .comm = 0, .bytes = 64},
-      {.kind = K::collective, .stream = 0, .key = {.type = op_type::tp_reduce_scatter, .slot = op_type::fc2_fprop},
-       .coll = sc::collective::reduce_scatter, .comm = 0, .bytes = 64},
+      {.kind = K::collective,
+       .stream = 0,
+       .key = {.type = op_type::tp_all_gather, .slot = op_type::fc1_fprop},
+       .coll = sc::collective::all_gather,
+       .comm = 0,
+       .bytes = 64},
+      {.kind = K::collective,
+       .stream = 0,
+       .key = {.type = op_type::tp_reduce_scatter, .slot = op_type::fc2_fprop},
+       .coll = sc::collective::reduce_scatter,
+       .comm = 0,
+       .bytes = 64},
   };
   const auto comms = comms_for(p);
   executor exec(p, supply(p, comms));
@@ -180,11 +219,10 @@ TEST_CASE("capture forks every stream from stream 0, issues the step, joins them
     CHECK_THROWS_AS(exec.replay(), overlap::cuda::usage_error);
     exec.capture();
     CHECK(exec.captured());
-    std::vector<std::string> expected = {"begin_capture s100", "record e202 s100", "wait s101 e202",
-                                         "wait s102 e202"};
+    std::vector<std::string> expected = {"begin_capture s100", "record e202 s100", "wait s101 e202", "wait s102 e202"};
     expected.insert(expected.end(), small_step.begin(), small_step.end());
     for (const char* line : {"record e203 s101", "wait s100 e203", "record e204 s102", "wait s100 e204",
-                                    "end_capture s100", "instantiate g300"})
+                             "end_capture s100", "instantiate g300"})
       expected.push_back(line);
     CHECK(s().log == expected);
     CHECK(s().graphs_destroyed == 1);  // the graph is freed once instantiated

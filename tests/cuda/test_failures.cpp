@@ -23,11 +23,18 @@ sc::program program_with_two_comms() {
       {.kind = K::compute, .stream = 0, .key = {.type = op_type::proj_fprop, .at = {.layer = 0, .micro_batch = 0}}},
       {.kind = K::record, .stream = 0, .event = 0},
       {.kind = K::wait, .stream = 1, .event = 0},
-      {.kind = K::collective, .stream = 1,
+      {.kind = K::collective,
+       .stream = 1,
        .key = {.type = op_type::tp_reduce_scatter, .slot = op_type::proj_fprop, .at = {.layer = 0, .micro_batch = 0}},
-       .coll = sc::collective::reduce_scatter, .comm = 0, .bytes = 64},
-      {.kind = K::collective, .stream = 1, .key = {.type = op_type::dp_grad_reduce, .at = {.bucket = 0}},
-       .coll = sc::collective::all_reduce, .comm = 1, .bytes = 64},
+       .coll = sc::collective::reduce_scatter,
+       .comm = 0,
+       .bytes = 64},
+      {.kind = K::collective,
+       .stream = 1,
+       .key = {.type = op_type::dp_grad_reduce, .at = {.bucket = 0}},
+       .coll = sc::collective::all_reduce,
+       .comm = 1,
+       .bytes = 64},
   };
   return p;
 }
@@ -47,7 +54,8 @@ TEST_CASE("a failed NCCL call reports op, rank, call, error name and string, and
     FAIL("run() did not throw");
   } catch (const overlap::cuda::call_error& e) {
     CHECK(std::string(e.what()) ==
-          "rank 0, op 3 'tp_reduce_scatter proj_fprop l0 mb0' (reduce_scatter on 'tp', stream 1): [EXEC-NCCL] ncclReduceScatter failed: "
+          "rank 0, op 3 'tp_reduce_scatter proj_fprop l0 mb0' (reduce_scatter on 'tp', stream 1): [EXEC-NCCL] "
+          "ncclReduceScatter failed: "
           "ncclInvalidUsage: invalid usage (peer 3 went away)");
     CHECK(e.op() == 3);
   }
@@ -82,7 +90,9 @@ TEST_CASE("a failed group end names the group's first op") {
   executor exec(p, supply(p, comms));
   s().fail_call = "group_end";
   s().fail_status = recording_api::nccl_remote_error;
-  CHECK_THROWS_WITH_AS(exec.run(), doctest::Contains("op 3 'tp_reduce_scatter proj_fprop l0 mb0' (reduce_scatter on 'tp', stream 1): [EXEC-NCCL] ncclGroupEnd failed: ncclRemoteError"),
+  CHECK_THROWS_WITH_AS(exec.run(),
+                       doctest::Contains("op 3 'tp_reduce_scatter proj_fprop l0 mb0' (reduce_scatter on 'tp', stream "
+                                         "1): [EXEC-NCCL] ncclGroupEnd failed: ncclRemoteError"),
                        overlap::cuda::call_error);
 }
 
@@ -106,9 +116,10 @@ TEST_CASE("the watchdog: a step that does not finish times out, aborts every com
   exec.run();
   s().streams_busy = true;
   const auto start = std::chrono::steady_clock::now();
-  CHECK_THROWS_WITH_AS(exec.wait(), doctest::Contains("[EXEC-TIMEOUT] rank 0: not finished after 20 ms (streams "
-                                                      "still running: 0 (compute), 1 (tp_comm)); every "
-                                                      "communicator ('tp', 'dp') was aborted"),
+  CHECK_THROWS_WITH_AS(exec.wait(),
+                       doctest::Contains("[EXEC-TIMEOUT] rank 0: not finished after 20 ms (streams "
+                                         "still running: 0 (compute), 1 (tp_comm)); every "
+                                         "communicator ('tp', 'dp') was aborted"),
                        overlap::cuda::watchdog_error);
   CHECK(std::chrono::steady_clock::now() - start >= 20ms);
   CHECK(comms.at("tp")->aborts == 1);
@@ -172,6 +183,7 @@ TEST_CASE("non-blocking communicators: an in-progress call waits until enqueued,
   CHECK(lines_starting("all_reduce").size() == 1);
   // One that never finishes enqueuing times out like a hung step.
   comms.at("dp")->in_progress_polls = 1 << 30;
-  CHECK_THROWS_WITH_AS(exec.run(), doctest::Contains("op 3 'tp_reduce_scatter proj_fprop l0 mb0'"), overlap::cuda::watchdog_error);
+  CHECK_THROWS_WITH_AS(exec.run(), doctest::Contains("op 3 'tp_reduce_scatter proj_fprop l0 mb0'"),
+                       overlap::cuda::watchdog_error);
   CHECK(comms.at("dp")->aborts == 1);
 }

@@ -34,7 +34,8 @@ std::vector<std::string> expected_log(const sc::program& p) {
     const sc::op& o = p.ops[i];
     if (o.group >= 0 && (i == 0 || p.ops[i - 1].group != o.group)) log.push_back("group_start");
     const std::string comm = o.comm >= 0 ? p.comms[static_cast<std::size_t>(o.comm)].name : "";
-    const std::int64_t n = o.comm >= 0 ? static_cast<std::int64_t>(p.comms[static_cast<std::size_t>(o.comm)].ranks.size()) : 1;
+    const std::int64_t n =
+        o.comm >= 0 ? static_cast<std::int64_t>(p.comms[static_cast<std::size_t>(o.comm)].ranks.size()) : 1;
     const auto count = [](std::int64_t bytes) { return " count " + std::to_string(bytes / 2); };
     switch (o.kind) {
       case sc::op_kind::compute: log.push_back("kernel " + sc::display_name(o.key) + st(o.stream)); break;
@@ -43,15 +44,21 @@ std::vector<std::string> expected_log(const sc::program& p) {
       case sc::op_kind::host_sync:
         if (o.event >= 0) log.push_back("host_wait e" + std::to_string(200 + o.event));
         break;
-      case sc::op_kind::send: log.push_back("send " + comm + st(o.stream) + " @0" + count(o.bytes) + " to " + std::to_string(o.peer)); break;
-      case sc::op_kind::recv: log.push_back("recv " + comm + st(o.stream) + " @4096" + count(o.bytes) + " from " + std::to_string(o.peer)); break;
+      case sc::op_kind::send:
+        log.push_back("send " + comm + st(o.stream) + " @0" + count(o.bytes) + " to " + std::to_string(o.peer));
+        break;
+      case sc::op_kind::recv:
+        log.push_back("recv " + comm + st(o.stream) + " @4096" + count(o.bytes) + " from " + std::to_string(o.peer));
+        break;
       case sc::op_kind::collective:
         if (o.coll == sc::collective::all_to_all) {
           if (o.group < 0) log.push_back("group_start");
           const std::int64_t part = o.bytes / n;
           for (std::int64_t q = 0; q < n; ++q) {
-            log.push_back("send " + comm + st(o.stream) + " @" + std::to_string(q * part) + count(part) + " to " + std::to_string(q));
-            log.push_back("recv " + comm + st(o.stream) + " @" + std::to_string(4096 + q * part) + count(part) + " from " + std::to_string(q));
+            log.push_back("send " + comm + st(o.stream) + " @" + std::to_string(q * part) + count(part) + " to " +
+                          std::to_string(q));
+            log.push_back("recv " + comm + st(o.stream) + " @" + std::to_string(4096 + q * part) + count(part) +
+                          " from " + std::to_string(q));
           }
           if (o.group < 0) log.push_back("group_end");
         } else {
@@ -136,8 +143,9 @@ TEST_CASE("generated EP programs (all-to-all dispatch and combine) run as the pr
   sc::workload w = small_workload(2, 2);
   w.moe_router_topk = 8;
   w.moe_ffn_hidden_size = 768;
-  using cfg = ov::config<ov::ep<8>, ov::dp<8>, ov::num_moe_experts<64>, ov::precision<ov::dtype::bf16>,
-                         ov::moe_token_dispatcher_type<ov::dispatcher::alltoall>, ov::overlap_moe_expert_parallel_comm<>>;
+  using cfg =
+      ov::config<ov::ep<8>, ov::dp<8>, ov::num_moe_experts<64>, ov::precision<ov::dtype::bf16>,
+                 ov::moe_token_dispatcher_type<ov::dispatcher::alltoall>, ov::overlap_moe_expert_parallel_comm<>>;
   const auto step = sc::expert_parallel_step(cfg::settings, cfg::resolved, w);
   check_step(step);
   check_short_buffer_rejected(step[0]);
@@ -222,7 +230,8 @@ TEST_CASE("a composed tp2 pp2 vpp2 dp2 ep2 MoE program binds every kind with 14 
       if (o.kind != sc::op_kind::compute) continue;
       const auto it = callable_of.find(o.key.type);
       REQUIRE_MESSAGE(it != callable_of.end(), sc::display_name(o));
-      expected.push_back("kernel " + it->second + " " + sc::display_name(o.key) + " s" + std::to_string(100 + o.stream));
+      expected.push_back("kernel " + it->second + " " + sc::display_name(o.key) + " s" +
+                         std::to_string(100 + o.stream));
     }
     const auto called = lines_starting("kernel ");
     REQUIRE(called.size() == expected.size());

@@ -36,16 +36,16 @@ TEST_CASE("the GPU test's one-rank program passes the pre-flight and issues its 
   shim::s().base = base;
   const gpu_programs::one_rank_memory memory{base, base + n, base + 2 * n, base + 3 * n, base + 4 * n, base + 5 * n};
   shim::executor exec(p, gpu_programs::one_rank_resources<shim::recording_api>(comms.at("solo").get(), memory,
-                                                                                shim::dtype::fp32, logged_copy));
+                                                                               shim::dtype::fp32, logged_copy));
   exec.run();
   const std::string count = " count " + std::to_string(n / 4);
-  const std::vector<std::string> want{"copy @" + std::to_string(n) + " <- @0 " + std::to_string(n) + " s100",
-                                      "all_reduce solo s101 @" + std::to_string(n) + " -> @" + std::to_string(2 * n) + count,
-                                      "all_gather solo s101 @" + std::to_string(n) + " -> @" + std::to_string(3 * n) + count,
-                                      "send solo s101 @" + std::to_string(n) + count + " to 0",
-                                      "recv solo s101 @" + std::to_string(4 * n) + count + " from 0",
-                                      "copy @" + std::to_string(5 * n) + " <- @" + std::to_string(2 * n) + " " +
-                                          std::to_string(n) + " s100"};
+  const std::vector<std::string> want{
+      "copy @" + std::to_string(n) + " <- @0 " + std::to_string(n) + " s100",
+      "all_reduce solo s101 @" + std::to_string(n) + " -> @" + std::to_string(2 * n) + count,
+      "all_gather solo s101 @" + std::to_string(n) + " -> @" + std::to_string(3 * n) + count,
+      "send solo s101 @" + std::to_string(n) + count + " to 0",
+      "recv solo s101 @" + std::to_string(4 * n) + count + " from 0",
+      "copy @" + std::to_string(5 * n) + " <- @" + std::to_string(2 * n) + " " + std::to_string(n) + " s100"};
   std::vector<std::string> got;
   for (const std::string& line : shim::s().log)
     if (line.starts_with("copy") || line.starts_with("all_") || line.starts_with("send") || line.starts_with("recv"))
@@ -72,7 +72,8 @@ TEST_CASE("the model-step example's data-parallel step passes the pre-flight in 
       CHECK(shim::lines_starting("kernel fc1_wgrad").size() == (compute ? 3u : 0u));
       // Two all-reduces of each layer's gradient in place, from the top layer (2) down.
       CHECK(shim::lines_starting("all_reduce dp").size() == (comm ? 6u : 0u));
-      if (comm) CHECK(shim::lines_starting("all_reduce dp")[0].find("@32768 -> @32768 count 4096") != std::string::npos);
+      if (comm)
+        CHECK(shim::lines_starting("all_reduce dp")[0].find("@32768 -> @32768 count 4096") != std::string::npos);
     }
 }
 
@@ -89,7 +90,8 @@ TEST_CASE("the model-step example's generated step passes the pre-flight with it
   exec.run();
   int want_gemms = 0, want_others = 0;
   for (const shim::sc::op& o : p.ops)
-    if (o.kind == shim::sc::op_kind::compute) (model_step::gemm_types.contains(o.key.type) ? want_gemms : want_others)++;
+    if (o.kind == shim::sc::op_kind::compute)
+      (model_step::gemm_types.contains(o.key.type) ? want_gemms : want_others)++;
   CHECK(gemms == want_gemms);
   CHECK(stand_ins == want_others);
   CHECK(gemms > 0);

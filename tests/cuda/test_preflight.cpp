@@ -22,8 +22,12 @@ sc::program two_rank_program() {
       {.kind = K::compute, .stream = 0, .key = {.type = op_type::fc2_dgrad, .at = {.layer = 3, .micro_batch = 1}}},
       {.kind = K::record, .stream = 0, .key = {.type = op_type::event_record}, .event = 0},
       {.kind = K::wait, .stream = 1, .key = {.type = op_type::event_wait}, .event = 0},
-      {.kind = K::collective, .stream = 1, .key = {.type = op_type::dp_param_gather, .at = {.bucket = 0}},
-       .coll = sc::collective::all_gather, .comm = 0, .bytes = 128},
+      {.kind = K::collective,
+       .stream = 1,
+       .key = {.type = op_type::dp_param_gather, .at = {.bucket = 0}},
+       .coll = sc::collective::all_gather,
+       .comm = 0,
+       .bytes = 128},
   };
   return p;
 }
@@ -56,8 +60,10 @@ TEST_CASE("the control: everything supplied passes the pre-flight") {
 
 TEST_CASE("a missing kernel names its op type once, at the first op of that type") {
   sc::program p = two_rank_program();
-  p.ops.push_back({.kind = K::compute, .stream = 0, .key = {.type = op_type::fc2_dgrad, .at = {.layer = 2, .micro_batch = 1}}});
-  p.ops.push_back({.kind = K::compute, .stream = 0, .key = {.type = op_type::fc2_dgrad, .at = {.layer = 1, .micro_batch = 1}}});
+  p.ops.push_back(
+      {.kind = K::compute, .stream = 0, .key = {.type = op_type::fc2_dgrad, .at = {.layer = 2, .micro_batch = 1}}});
+  p.ops.push_back(
+      {.kind = K::compute, .stream = 0, .key = {.type = op_type::fc2_dgrad, .at = {.layer = 1, .micro_batch = 1}}});
   const auto comms = comms_for(p);
   auto r = supply(p, comms);
   r.kernels[op_type::fc2_dgrad] = nullptr;  // an empty std::function is no kernel
@@ -98,7 +104,8 @@ TEST_CASE("a buffer smaller than its op needs is rejected, exactly enough passes
   REQUIRE(exact.send_bytes == 64);  // all_gather: the input is bytes / n
   REQUIRE(exact.recv_bytes == 128);
   CHECK(rejection(p, edit_buffers(supply(p, comms), [](const sc::op&, buffer& b) { b.recv_bytes = 126; })) ==
-        header_one + at + "[EXEC-BUFFER] the op's buffer has 126 recv bytes, the op needs 128; allocate a larger buffer");
+        header_one + at +
+            "[EXEC-BUFFER] the op's buffer has 126 recv bytes, the op needs 128; allocate a larger buffer");
   CHECK(rejection(p, edit_buffers(supply(p, comms), [](const sc::op&, buffer& b) { b.send = nullptr; })) ==
         header_one + at + "[EXEC-BUFFER] the op's buffer has no send pointer; the op needs 64 bytes there");
   reset();
@@ -113,9 +120,9 @@ TEST_CASE("the provider is asked once per communication op, at construction, nev
   int asked = 0;
   reset();
   executor exec(p, edit_buffers(supply(p, comms), [&](const sc::op& o, buffer&) {
-    CHECK(o.key.type == op_type::dp_param_gather);
-    ++asked;
-  }));
+                  CHECK(o.key.type == op_type::dp_param_gather);
+                  ++asked;
+                }));
   CHECK(asked == 1);
   exec.run();
   exec.run();
@@ -135,9 +142,10 @@ TEST_CASE("a communicator of the wrong size or with this rank elsewhere is rejec
   const auto comms = comms_for(p);
   comms.at("dp")->count = 4;
   CHECK(rejection(p, supply(p, comms)) ==
-        header_one + "rank 3, op 3 'dp_param_gather b0' (all_gather on 'dp', stream 1): [EXEC-COMM] communicator 'dp' "
-                     "has 4 ranks and this process is its rank 1, but the program needs 2 ranks ({2 3}) with global "
-                     "rank 3 at position 1; supply the matching communicator");
+        header_one +
+            "rank 3, op 3 'dp_param_gather b0' (all_gather on 'dp', stream 1): [EXEC-COMM] communicator 'dp' "
+            "has 4 ranks and this process is its rank 1, but the program needs 2 ranks ({2 3}) with global "
+            "rank 3 at position 1; supply the matching communicator");
   comms.at("dp")->count = 2;
   comms.at("dp")->rank = 0;
   CHECK(rejection(p, supply(p, comms)).find("this process is its rank 0") != std::string::npos);
@@ -150,13 +158,15 @@ TEST_CASE("program structure is read by the shared semantics, each rule under it
 
   sc::program p = base;
   p.ops[2].stream = 5;
-  CHECK(only(p) == header_one + "rank 3, op 2 'event_wait' (wait, stream 5): [EXEC-STREAM] stream 5 does not exist; "
-                                "fix the program");
+  CHECK(only(p) == header_one +
+                       "rank 3, op 2 'event_wait' (wait, stream 5): [EXEC-STREAM] stream 5 does not exist; "
+                       "fix the program");
 
   p = base;
   std::swap(p.ops[1], p.ops[2]);
-  CHECK(only(p) == header_one + "rank 3, op 1 'event_wait' (wait, stream 1): [EXEC-EVENT] waits for event 0 before "
-                                "any record of it (the wait would not order anything); fix the program");
+  CHECK(only(p) == header_one +
+                       "rank 3, op 1 'event_wait' (wait, stream 1): [EXEC-EVENT] waits for event 0 before "
+                       "any record of it (the wait would not order anything); fix the program");
 
   p = base;
   p.ops[1].event = 4;
@@ -167,28 +177,33 @@ TEST_CASE("program structure is read by the shared semantics, each rule under it
   p.ops.push_back({.kind = K::send, .stream = 1, .comm = 0, .peer = 0, .bytes = 8, .group = 0});
   p.ops.push_back({.kind = K::compute, .stream = 0, .key = {.type = op_type::fc2_dgrad}});
   p.ops.push_back({.kind = K::recv, .stream = 1, .comm = 0, .peer = 0, .bytes = 8, .group = 0});
-  CHECK(only(p) == header_one + "rank 3, op 6 'recv' (recv on 'dp', stream 1): [EXEC-GROUP] a group's ops must be "
-                                "consecutive in issue order; fix the program");
+  CHECK(only(p) == header_one +
+                       "rank 3, op 6 'recv' (recv on 'dp', stream 1): [EXEC-GROUP] a group's ops must be "
+                       "consecutive in issue order; fix the program");
 
   p = base;
   p.ops.push_back({.kind = K::send, .stream = 1, .comm = 0, .peer = 1, .bytes = 8});  // peer 1 is this rank
-  CHECK(only(p) == header_one + "rank 3, op 4 'send' (send on 'dp', stream 1): [EXEC-PEER] peer 1 is not another "
-                                "rank of dp; fix the program");
+  CHECK(only(p) == header_one +
+                       "rank 3, op 4 'send' (send on 'dp', stream 1): [EXEC-PEER] peer 1 is not another "
+                       "rank of dp; fix the program");
 
   p = base;
   p.ops[3].comm = 2;
-  CHECK(only(p) == header_one + "rank 3, op 3 'dp_param_gather b0' (all_gather, stream 1): [EXEC-COMM] communicator "
-                                "2 does not exist; fix the program");
+  CHECK(only(p) == header_one +
+                       "rank 3, op 3 'dp_param_gather b0' (all_gather, stream 1): [EXEC-COMM] communicator "
+                       "2 does not exist; fix the program");
 
   p = base;
   p.ops[0].key.type = op_type::tp_all_gather;
-  CHECK(only(p) == header_one + "rank 3, op 0 'tp_all_gather l3 mb1' (compute, stream 0): [EXEC-KIND] tp_all_gather "
-                                "runs as collective, not as compute; fix the program");
+  CHECK(only(p) == header_one +
+                       "rank 3, op 0 'tp_all_gather l3 mb1' (compute, stream 0): [EXEC-KIND] tp_all_gather "
+                       "runs as collective, not as compute; fix the program");
 
   p = base;
   p.ops[0].reads = {0};  // the program declares no buffers
-  CHECK(only(p) == header_one + "rank 3, op 0 'fc2_dgrad l3 mb1' (compute, stream 0): [EXEC-DATA] buffer 0 does not "
-                                "exist; fix the program");
+  CHECK(only(p) == header_one +
+                       "rank 3, op 0 'fc2_dgrad l3 mb1' (compute, stream 0): [EXEC-DATA] buffer 0 does not "
+                       "exist; fix the program");
 
   p = base;
   p.ops[3].bytes = -2;

@@ -26,12 +26,26 @@ sc::program timed_program() {
       {.kind = K::compute, .stream = 0, .key = {.type = op_type::fc1_fprop, .at = {.layer = 0, .micro_batch = 0}}},
       {.kind = K::record, .stream = 0, .key = {.type = op_type::event_record}, .event = 0},
       {.kind = K::wait, .stream = 1, .key = {.type = op_type::event_wait}, .event = 0},
-      {.kind = K::collective, .stream = 1, .key = {.type = op_type::dp_grad_reduce, .at = {.bucket = 0}},
-       .coll = sc::collective::all_reduce, .comm = 0, .bytes = 64},
-      {.kind = K::send, .stream = 2, .key = {.type = op_type::pp_send_forward, .at = {.micro_batch = 0}}, .comm = 1,
-       .peer = 1, .bytes = 32, .group = 0},
-      {.kind = K::recv, .stream = 2, .key = {.type = op_type::pp_recv_backward, .at = {.micro_batch = 0}}, .comm = 1,
-       .peer = 1, .bytes = 32, .group = 0},
+      {.kind = K::collective,
+       .stream = 1,
+       .key = {.type = op_type::dp_grad_reduce, .at = {.bucket = 0}},
+       .coll = sc::collective::all_reduce,
+       .comm = 0,
+       .bytes = 64},
+      {.kind = K::send,
+       .stream = 2,
+       .key = {.type = op_type::pp_send_forward, .at = {.micro_batch = 0}},
+       .comm = 1,
+       .peer = 1,
+       .bytes = 32,
+       .group = 0},
+      {.kind = K::recv,
+       .stream = 2,
+       .key = {.type = op_type::pp_recv_backward, .at = {.micro_batch = 0}},
+       .comm = 1,
+       .peer = 1,
+       .bytes = 32,
+       .group = 0},
       {.kind = K::compute, .stream = 0, .key = {.type = op_type::fc1_dgrad, .at = {.layer = 0, .micro_batch = 0}}},
   };
   return p;
@@ -74,15 +88,12 @@ TEST_CASE("run_timed records a timing pair around each op on its stream and one 
   const std::vector<int>& ev = s().timing_events;
   REQUIRE(ev.size() == 8);  // four intervals: two GEMMs, the all-reduce, the send/recv group
   const std::vector<std::string> expected = {
-      record(ev[0], "s100"), "kernel fc1_fprop l0 mb0 s100", record(ev[1], "s100"),
-      "record e200 s100", "wait s101 e200",
-      record(ev[2], "s101"), "all_reduce dp s101 @0 -> @4096 count 32", record(ev[3], "s101"),
-      record(ev[4], "s102"), "group_start", "send pp s102 @0 count 16 to 1",
-      "recv pp s102 @4096 count 16 from 1", "group_end", record(ev[5], "s102"),
-      record(ev[6], "s100"), "kernel fc1_dgrad l0 mb0 s100", record(ev[7], "s100"),
+      record(ev[0], "s100"), "kernel fc1_fprop l0 mb0 s100", record(ev[1], "s100"), "record e200 s100",
+      "wait s101 e200", record(ev[2], "s101"), "all_reduce dp s101 @0 -> @4096 count 32", record(ev[3], "s101"),
+      record(ev[4], "s102"), "group_start", "send pp s102 @0 count 16 to 1", "recv pp s102 @4096 count 16 from 1",
+      "group_end", record(ev[5], "s102"), record(ev[6], "s100"), "kernel fc1_dgrad l0 mb0 s100", record(ev[7], "s100"),
       // read after the step finished
-      elapsed(ev[0], ev[1]), elapsed(ev[2], ev[3]),
-      elapsed(ev[4], ev[5]), elapsed(ev[6], ev[7])};
+      elapsed(ev[0], ev[1]), elapsed(ev[2], ev[3]), elapsed(ev[4], ev[5]), elapsed(ev[6], ev[7])};
   CHECK(s().log == expected);
   CHECK(s().queries > 0);  // the step was waited for before the reads
 

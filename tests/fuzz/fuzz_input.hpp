@@ -83,24 +83,20 @@ inline overlap::settings decode_settings(byte_reader& in) {
   s.data_parallel_size = in.integer();
   s.expert_model_parallel_size = in.integer();
   in.maybe(s.expert_tensor_parallel_size, in.integer());
-  for (bool* b : {&s.sequence_parallel, &s.distributed_optimizer, &s.overlap_p2p_comm_warmup_flush,
-                  &s.use_dist_ckpt, &s.moe_shared_expert_overlap,
-                  &s.ep_overlap_early_attn_memory_release,
-                  &s.overlap_dispatch_backward_with_experts_wgrad,
-                  &s.moe_pad_expert_input_to_capacity, &s.gradient_accumulation_fusion,
-                  &s.add_bias_linear, &s.add_qkv_bias, &s.fp8, &s.fp8_param_gather,
+  for (bool* b : {&s.sequence_parallel, &s.distributed_optimizer, &s.overlap_p2p_comm_warmup_flush, &s.use_dist_ckpt,
+                  &s.moe_shared_expert_overlap, &s.ep_overlap_early_attn_memory_release,
+                  &s.overlap_dispatch_backward_with_experts_wgrad, &s.moe_pad_expert_input_to_capacity,
+                  &s.gradient_accumulation_fusion, &s.add_bias_linear, &s.add_qkv_bias, &s.fp8, &s.fp8_param_gather,
                   &s.grad_reduce_in_fp32})
     *b = in.flag();
   for (std::optional<bool>* b :
-       {&s.tp_comm_overlap, &s.overlap_p2p_comm, &s.batch_p2p_comm, &s.overlap_grad_reduce,
-        &s.overlap_param_gather, &s.overlap_param_gather_with_optimizer_step,
-        &s.align_param_gather, &s.defer_embedding_wgrad_compute,
+       {&s.tp_comm_overlap, &s.overlap_p2p_comm, &s.batch_p2p_comm, &s.overlap_grad_reduce, &s.overlap_param_gather,
+        &s.overlap_param_gather_with_optimizer_step, &s.align_param_gather, &s.defer_embedding_wgrad_compute,
         &s.overlap_moe_expert_parallel_comm, &s.delay_wgrad_compute})
     in.maybe(*b, in.flag());
   for (std::optional<int>* v :
-       {&s.num_moe_experts, &s.moe_shared_expert_intermediate_size, &s.mtp_num_layers,
-        &s.recompute_num_layers, &s.num_buckets, &s.wgrad_deferral_limit,
-        &s.cuda_device_max_connections, &s.layernorm_sm_margin})
+       {&s.num_moe_experts, &s.moe_shared_expert_intermediate_size, &s.mtp_num_layers, &s.recompute_num_layers,
+        &s.num_buckets, &s.wgrad_deferral_limit, &s.cuda_device_max_connections, &s.layernorm_sm_margin})
     in.maybe(*v, in.integer());
   in.maybe(s.bucket_size, in.next<std::int64_t>());
   s.moe_token_dispatcher_type = any_enum<overlap::dispatcher>(in);
@@ -118,22 +114,20 @@ inline overlap::settings decode_settings(byte_reader& in) {
     overlap::ub::user_config c;
     for (const overlap::ub::slot_id id : overlap::ub::all_slots)
       if (in.flag()) c.slots[id] = any_slot(in);
-    static constexpr const char* names[] = {
-        "", "userbuffers_fp8_b200_h16384_tp4_cp2_mbs1_seqlen8192", "userbuffers_bf16_h100_h6144_tp2",
-        "userbuffers_tp", "_tp99999999999_cp"};
+    static constexpr const char* names[] = {"", "userbuffers_fp8_b200_h16384_tp4_cp2_mbs1_seqlen8192",
+                                            "userbuffers_bf16_h100_h6144_tp2", "userbuffers_tp", "_tp99999999999_cp"};
     c.preset_name = names[in.next<std::uint8_t>() % 5];
     s.tp_comm_overlap_cfg = c;
   }
   return s;
 }
 
-
 /// Sizes mostly small and positive, sometimes zero, negative or anything.
 inline overlap::schedule::workload decode_workload(byte_reader& in) {
   overlap::schedule::workload w;
   for (int* v : {&w.num_layers, &w.micro_batches, &w.seq_length, &w.micro_batch_size, &w.hidden_size,
-                 &w.ffn_hidden_size, &w.num_attention_heads, &w.num_query_groups, &w.kv_channels,
-                 &w.vocab_size, &w.moe_router_topk, &w.moe_ffn_hidden_size}) {
+                 &w.ffn_hidden_size, &w.num_attention_heads, &w.num_query_groups, &w.kv_channels, &w.vocab_size,
+                 &w.moe_router_topk, &w.moe_ffn_hidden_size}) {
     const auto mode = in.next<std::uint8_t>();
     *v = mode % 8 == 0 ? in.next<std::int32_t>() : mode % 8 == 1 ? 0 : (mode >> 3) * 8 % 256;
   }
@@ -187,9 +181,8 @@ inline std::vector<overlap::schedule::program> decode_step(byte_reader& in) {
       const auto kind = in.next<std::uint8_t>();
       o.kind = static_cast<sc::op_kind>(kind % 64 == 63 ? kind : kind % 7);
       o.stream = small(static_cast<int>(p.streams.size()));
-      o.key.type = static_cast<sc::op_type>(in.next<std::uint8_t>() % 4 == 0
-                                                ? in.next<std::uint8_t>() % (sc::op_type_count + 2)
-                                                : 0);
+      o.key.type = static_cast<sc::op_type>(
+          in.next<std::uint8_t>() % 4 == 0 ? in.next<std::uint8_t>() % (sc::op_type_count + 2) : 0);
       o.key.at.layer = small(3);
       o.key.at.micro_batch = small(3);
       o.coll = static_cast<sc::collective>(in.next<std::uint8_t>() % 5);
@@ -217,10 +210,16 @@ inline std::vector<overlap::schedule::program> decode_step(byte_reader& in) {
       if (key % 8 == 2) o.key.slot = static_cast<sc::op_type>(in.next<std::uint8_t>());
       if (key % 8 == 3) o.key.slot = sc::op_type::fc1_fprop;
       if (key % 8 == 4) o.format = sc::gemm_format::fp8;
-      if (key % 8 == 5) o.format = sc::gemm_format::fp4;  // refused on a machine without fp4
+      if (key % 8 == 5) o.format = sc::gemm_format::fp4;                       // refused on a machine without fp4
       if (key % 8 == 6) o.format = static_cast<sc::gemm_format>(3 + key / 8);  // no such format
       const auto shape = in.next<std::uint8_t>();
-      static constexpr std::int64_t sizes[] = {0, 1, 128, 4096, -128, std::int64_t{1} << 31, std::int64_t{1} << 40,
+      static constexpr std::int64_t sizes[] = {0,
+                                               1,
+                                               128,
+                                               4096,
+                                               -128,
+                                               std::int64_t{1} << 31,
+                                               std::int64_t{1} << 40,
                                                std::numeric_limits<std::int64_t>::max()};
       if (shape % 4 == 1) o.gemm = {4096, 4096, 1024 << (shape % 5), 1};
       if (shape % 4 == 2)

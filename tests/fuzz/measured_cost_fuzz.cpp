@@ -5,6 +5,7 @@
 // start with '#' are a decoded program instead (fuzz_input.hpp) with a time per op: the writer
 // refuses it with std::invalid_argument or writes a document the reader accepts, in which every
 // op the writer timed reads back its own time.
+#include <unistd.h>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -12,7 +13,6 @@
 #include <fstream>
 #include <stdexcept>
 #include <string>
-#include <unistd.h>
 
 #include <overlap/sim/cost/measured_cost.hpp>
 #include <overlap/sim/cost/measured_cost_writer.hpp>
@@ -69,8 +69,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       try {
         (void)overlap::sim::measured_cost_model::from_file(h100, path);
       } catch (const std::invalid_argument&) {
-      } catch (const std::runtime_error&) {
-      }
+      } catch (const std::runtime_error&) {}
     }
     if (doc.is_discarded()) return 0;
     const overlap::sim::measured_cost_model model(h100, doc);
@@ -84,7 +83,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       const double us = sc::is_communication(o.kind) ? model.comm_us(o, 8, false) : model.compute_us(o, 66);
       if (!std::isfinite(us) || us < 0) std::abort();
     }
-  } catch (const std::invalid_argument&) {
-  }
+  } catch (const std::invalid_argument&) {}
   return 0;
 }

@@ -2,6 +2,7 @@
 // throws only its documented errors (std::runtime_error for text that is not JSON,
 // std::invalid_argument for problems); a document profile_from_json accepts gives a cost model
 // whose times for every kind of compute op, on all SMs and on few, are finite and not negative.
+#include <unistd.h>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -10,7 +11,6 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
-#include <unistd.h>
 
 #include <overlap/sim/cost/analytic.hpp>
 #include <overlap/sim/machine/profile_json.hpp>
@@ -28,8 +28,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     try {
       (void)sim::read_profile(path);
     } catch (const std::invalid_argument&) {
-    } catch (const std::runtime_error&) {
-    }
+    } catch (const std::runtime_error&) {}
   }
   const auto doc = nlohmann::json::parse(data, data + size, nullptr, false);
   if (doc.is_discarded()) return 0;
@@ -47,9 +46,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     // Shapes from the input's last bytes: inside, between and far beyond any grid.
     const std::uint8_t seed = size > 0 ? data[size - 1] : 0;
     const std::int64_t a = std::int64_t{1} << (seed % 24), b = std::int64_t{1} << ((seed / 3) % 24) | 7;
-    for (const sc::op_type type : {sc::op_type::fc1_fprop, sc::op_type::experts_fprop, sc::op_type::experts_dgrad,
-                                   sc::op_type::experts_wgrad, sc::op_type::attn_core_fprop,
-                                   sc::op_type::attn_core_bprop, sc::op_type::none}) {
+    for (const sc::op_type type :
+         {sc::op_type::fc1_fprop, sc::op_type::experts_fprop, sc::op_type::experts_dgrad, sc::op_type::experts_wgrad,
+          sc::op_type::attn_core_fprop, sc::op_type::attn_core_bprop, sc::op_type::none}) {
       sc::op o;
       o.key.type = type;
       o.gemm = {a, b, a + b, 1 + seed % 300};

@@ -70,9 +70,11 @@ void check(const std::vector<overlap::schedule::program>& step, overlap::sim::op
     if (verified && opt.cuda_device_max_connections >= 4 && bound.critical_path_us < 0) std::abort();
     // No run of the step on the machine model beats its lower bound (shared links included).
     if (!contended.deadlock && bound.value() > contended.step_time_us * (1 + 1e-9) + 1e-6) {
-      std::fprintf(stderr, "bound %.6f us (compute %.6f, nvlink %.6f, network %.6f, critical path %.6f) over the "
-                   "simulated %.6f us\n", bound.value(), bound.compute_us, bound.nvlink_us, bound.network_us,
-                   bound.critical_path_us, contended.step_time_us);
+      std::fprintf(stderr,
+                   "bound %.6f us (compute %.6f, nvlink %.6f, network %.6f, critical path %.6f) over the "
+                   "simulated %.6f us\n",
+                   bound.value(), bound.compute_us, bound.nvlink_us, bound.network_us, bound.critical_path_us,
+                   contended.step_time_us);
       std::abort();
     }
     opt.unlimited_resources = true;

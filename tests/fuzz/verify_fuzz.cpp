@@ -52,8 +52,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     std::vector<char> present(step.size(), 0);
     bool all = true;
     for (const auto& p : step) {
-      if (p.rank < 0 || p.rank >= alone.world() || present[static_cast<std::size_t>(p.rank)]) all = false;
-      else present[static_cast<std::size_t>(p.rank)] = 1;
+      if (p.rank < 0 || p.rank >= alone.world() || present[static_cast<std::size_t>(p.rank)])
+        all = false;
+      else
+        present[static_cast<std::size_t>(p.rank)] = 1;
     }
     bool members_in_world = true;  // else class_problems rightly names a member outside the map
     for (const auto& p : step)

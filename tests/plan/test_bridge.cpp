@@ -71,14 +71,15 @@ TEST_CASE("the same round trip through JSON") {
 }
 
 TEST_CASE("the valid examples' Bridge configs resolve as their config types") {
-  using quick_start = ov::config<ov::tp<4>, ov::sequence_parallel<>, ov::pp<4>, ov::vpp<2>, ov::dp<8>, ov::ep<16>, ov::etp<1>,
-                                 ov::distributed_optimizer<>, ov::num_moe_experts<128>,
-                                 ov::moe_token_dispatcher_type<ov::dispatcher::alltoall>, ov::precision<ov::dtype::bf16>,
-                                 ov::tp_comm_overlap<>, ov::overlap_moe_expert_parallel_comm<>, ov::delay_wgrad_compute<>>;
+  using quick_start =
+      ov::config<ov::tp<4>, ov::sequence_parallel<>, ov::pp<4>, ov::vpp<2>, ov::dp<8>, ov::ep<16>, ov::etp<1>,
+                 ov::distributed_optimizer<>, ov::num_moe_experts<128>,
+                 ov::moe_token_dispatcher_type<ov::dispatcher::alltoall>, ov::precision<ov::dtype::bf16>,
+                 ov::tp_comm_overlap<>, ov::overlap_moe_expert_parallel_comm<>, ov::delay_wgrad_compute<>>;
   using llama_70b = ov::config<ov::tp<4>, ov::sequence_parallel<>, ov::tp_comm_overlap<>,
-                               ov::tp_comm_overlap_cfg<ov::ub::userbuffers_bf16_h100_h8192_tp4_mbs1_seqlen8192>, ov::pp<4>,
-                               ov::vpp<5>, ov::dp<4>, ov::distributed_optimizer<>, ov::precision<ov::dtype::bf16>,
-                               ov::gpu<ov::gpu_model::h100>>;
+                               ov::tp_comm_overlap_cfg<ov::ub::userbuffers_bf16_h100_h8192_tp4_mbs1_seqlen8192>,
+                               ov::pp<4>, ov::vpp<5>, ov::dp<4>, ov::distributed_optimizer<>,
+                               ov::precision<ov::dtype::bf16>, ov::gpu<ov::gpu_model::h100>>;
   using qwen3 = ov::config<ov::tp<1>, ov::pp<1>, ov::dp<16>, ov::ep<16>, ov::num_moe_experts<128>,
                            ov::moe_token_dispatcher_type<ov::dispatcher::alltoall>, ov::precision<ov::dtype::bf16>,
                            ov::distributed_optimizer<>, ov::overlap_moe_expert_parallel_comm<>,
@@ -112,7 +113,8 @@ TEST_CASE("where Bridge keeps one value twice, upstream's precedence decides and
     CHECK(c.settings.delay_wgrad_compute == true);
   }
   SUBCASE("ddp and optimizer disagree on the distributed optimizer (DP-6)") {
-    const op::bridge_config c = read_text("ddp: {use_distributed_optimizer: false}\noptimizer: {use_distributed_optimizer: true}\n");
+    const op::bridge_config c =
+        read_text("ddp: {use_distributed_optimizer: false}\noptimizer: {use_distributed_optimizer: true}\n");
     CHECK(c.settings.distributed_optimizer);
     CHECK(has_note(c, "Bridge turns both on (DP-6)"));
   }
@@ -125,8 +127,9 @@ TEST_CASE("where Bridge keeps one value twice, upstream's precedence decides and
     const op::bridge_config c = read_text("model: {tensor_model_parallel_size: 2, pipeline_model_parallel_size: 2}\n",
                                           {.world_size = 32, .process_environment = false});
     CHECK(c.settings.data_parallel_size == 8);
-    CHECK_THROWS_AS(read_text("model: {tensor_model_parallel_size: 3}\n", {.world_size = 32, .process_environment = false}),
-                    op::input_error);
+    CHECK_THROWS_AS(
+        read_text("model: {tensor_model_parallel_size: 3}\n", {.world_size = 32, .process_environment = false}),
+        op::input_error);
   }
 }
 
@@ -138,7 +141,8 @@ TEST_CASE("unknown fields are ignored, _call_ objects skipped, known-but-unmodel
       "ddp: {use_megatron_fsdp: true}\nlogger: {log_interval: 10}\n");
   CHECK(c.settings.tensor_model_parallel_size == 2);
   bool fsdp = false;
-  for (const auto& n : c.notes) fsdp = fsdp || n.find("ddp.use_megatron_fsdp = true is not honoured") != std::string::npos;
+  for (const auto& n : c.notes)
+    fsdp = fsdp || n.find("ddp.use_megatron_fsdp = true is not honoured") != std::string::npos;
   CHECK(fsdp);
 }
 
@@ -154,17 +158,21 @@ TEST_CASE("bad input: one message with the place and the field") {
   CHECK(message("model:\n  tensor_model_parallel_size: \"four\"\n") ==
         "test.yaml:2:31: model.tensor_model_parallel_size: expected an integer, got \"four\"");
   CHECK(message("model:\n  moe_token_dispatcher_type: alltoal\n") ==
-        "test.yaml:2:30: model.moe_token_dispatcher_type: unknown value \"alltoal\"; expected one of allgather, alltoall, flex");
+        "test.yaml:2:30: model.moe_token_dispatcher_type: unknown value \"alltoal\"; expected one of allgather, "
+        "alltoall, flex");
   const std::string negative = message("model: {pipeline_model_parallel_size: -2}\n");
   CHECK(negative.starts_with("test.yaml:1:"));
-  CHECK(negative.find(": model.pipeline_model_parallel_size: a parallel size must be at least 1, got -2") != std::string::npos);
+  CHECK(negative.find(": model.pipeline_model_parallel_size: a parallel size must be at least 1, got -2") !=
+        std::string::npos);
   CHECK(message("model: [1, 2]\n") == "test.yaml:1:8: model: expected a section (a mapping), got a list");
   CHECK(message("model:\n  a: [1\n").find("test.yaml:") == 0);
   CHECK(message("").find("the file is empty") != std::string::npos);
   CHECK(message("- 1\n- 2\n").find("not a mapping of sections") != std::string::npos);
-  CHECK(message("model: {tensor_model_parallel_size: 99999999999999999999}\n").find("expected an integer") != std::string::npos);
+  CHECK(message("model: {tensor_model_parallel_size: 99999999999999999999}\n").find("expected an integer") !=
+        std::string::npos);
   CHECK(message("a: &x [*x, *x]\n").find("test.yaml") == 0);
-  CHECK(message("model: {recompute_modules: [core_attn, mo]}\n").find("model.recompute_modules[1]: unknown value \"mo\"") != std::string::npos);
+  CHECK(message("model: {recompute_modules: [core_attn, mo]}\n")
+            .find("model.recompute_modules[1]: unknown value \"mo\"") != std::string::npos);
   CHECK(message("comm_overlap: {tp_comm_overlap_cfg: nope}\n").find("unknown userbuffer preset") != std::string::npos);
 }
 
@@ -182,7 +190,8 @@ TEST_CASE("Hydra overrides apply on top, with their own place in messages") {
     op::read_config(doc, {.process_environment = false});
     FAIL("no error");
   } catch (const op::input_error& e) {
-    CHECK(std::string(e.what()) == "override '++model.sequence_parallel=yes': model.sequence_parallel: expected true or false, got \"yes\"");
+    CHECK(std::string(e.what()) ==
+          "override '++model.sequence_parallel=yes': model.sequence_parallel: expected true or false, got \"yes\"");
   }
   CHECK_THROWS_AS(op::apply_override(doc, "model.tensor_model_parallel_size.x=1"), op::input_error);
   op::apply_override(doc, "~model.sequence_parallel");
@@ -190,8 +199,10 @@ TEST_CASE("Hydra overrides apply on top, with their own place in messages") {
 }
 
 TEST_CASE("overrides follow Hydra: a key the config lacks, or one added twice, is an error") {
-  op::document doc = op::parse_text("model: {tensor_model_parallel_size: 2, pipeline_model_parallel_size: 1}\n"
-                                    "train: {global_batch_size: 8}\n", "test.yaml", false);
+  op::document doc = op::parse_text(
+      "model: {tensor_model_parallel_size: 2, pipeline_model_parallel_size: 1}\n"
+      "train: {global_batch_size: 8}\n",
+      "test.yaml", false);
   const auto message = [&](std::string_view o) {
     try {
       op::apply_override(doc, o);
@@ -208,9 +219,10 @@ TEST_CASE("overrides follow Hydra: a key the config lacks, or one added twice, i
   CHECK(message("modle.x=1").starts_with("override 'modle.x=1': the config has no \"modle\"; did you mean model?"));
   CHECK(message("nothing_like_it=1").find("did you mean") == std::string::npos);
   // + adds only what is absent; ++ sets or adds; ~ deletes only what is there.
-  CHECK(message("+model.tensor_model_parallel_size=4").starts_with(
-      "override '+model.tensor_model_parallel_size=4': model.tensor_model_parallel_size is already in the config (at "
-      "test.yaml:1:"));
+  CHECK(message("+model.tensor_model_parallel_size=4")
+            .starts_with("override '+model.tensor_model_parallel_size=4': model.tensor_model_parallel_size is already "
+                         "in the config (at "
+                         "test.yaml:1:"));
   CHECK(message("~model.sequence_parallel").starts_with("override '~model.sequence_parallel': the config has no"));
   CHECK(message("+model.sequence_parallel=true") == "no error");
   CHECK(message("++model.sequence_parallel=false") == "no error");
@@ -250,8 +262,10 @@ TEST_CASE("a pipeline layout given as Bridge dumps it, a list of stages of layer
   CHECK_THROWS_WITH_AS(with_layout("  - [embedding, encoder]\n"), doctest::Contains("encoder layers"), op::input_error);
   CHECK_THROWS_WITH_AS(with_layout("  - embedding\n"), doctest::Contains("[0]: expected the layout as a string"),
                        op::input_error);
-  CHECK_THROWS_WITH_AS(with_layout("  - [embedding, 3]\n"), doctest::Contains("expected a layer name"), op::input_error);
-  CHECK_THROWS_WITH_AS(with_layout("  {a: 1}\n"), doctest::Contains("expected the layout as a string"), op::input_error);
+  CHECK_THROWS_WITH_AS(with_layout("  - [embedding, 3]\n"), doctest::Contains("expected a layer name"),
+                       op::input_error);
+  CHECK_THROWS_WITH_AS(with_layout("  {a: 1}\n"), doctest::Contains("expected the layout as a string"),
+                       op::input_error);
 }
 
 TEST_CASE("moe_layer_freq: a list or an integer gives the dense layers among the MoE layers") {
@@ -268,10 +282,13 @@ TEST_CASE("moe_layer_freq: a list or an integer gives the dense layers among the
   CHECK(with("++model.moe_layer_freq=[1,1,1,1,1,1,1,1]").workload.moe_layer_pattern.empty());
   CHECK_FALSE(has_note(with("++model.moe_layer_freq=[0,1,1,1,1,1,1,1]"), "moe_layer_freq"));
   CHECK_THROWS_WITH_AS(with("++model.moe_layer_freq=[0,1,1]"),
-                       doctest::Contains("model.moe_layer_freq: the list has 3 entries, model.num_layers is 8"), op::input_error);
+                       doctest::Contains("model.moe_layer_freq: the list has 3 entries, model.num_layers is 8"),
+                       op::input_error);
   CHECK_THROWS_WITH_AS(with("++model.moe_layer_freq=[0,1,1,1,1,1,1,2]"),
-                       doctest::Contains("model.moe_layer_freq[7]: expected 0 (dense) or 1 (MoE), got 2"), op::input_error);
-  CHECK_THROWS_WITH_AS(with("++model.moe_layer_freq=0"), doctest::Contains("expected an integer >= 1"), op::input_error);
+                       doctest::Contains("model.moe_layer_freq[7]: expected 0 (dense) or 1 (MoE), got 2"),
+                       op::input_error);
+  CHECK_THROWS_WITH_AS(with("++model.moe_layer_freq=0"), doctest::Contains("expected an integer >= 1"),
+                       op::input_error);
   CHECK_THROWS_WITH_AS(with("++model.moe_layer_freq='[0]*3+[1]*5'"),
                        doctest::Contains("write Python's expression as the list it makes"), op::input_error);
 }
@@ -300,13 +317,14 @@ TEST_CASE("multi-latent attention, MTP layers and fp8 are read from a dump and s
 }
 
 TEST_CASE("overrides_between: one Bridge override per field that differs, at the place the config reads it") {
-  op::document doc = op::parse_text("model:\n  tensor_model_parallel_size: 2\n  sequence_parallel: false\n"
-                                    "comm_overlap:\n  tp_comm_overlap: true\n",
-                                    "t.yaml", false);
+  op::document doc = op::parse_text(
+      "model:\n  tensor_model_parallel_size: 2\n  sequence_parallel: false\n"
+      "comm_overlap:\n  tp_comm_overlap: true\n",
+      "t.yaml", false);
   const op::bridge_config c = op::read_config(doc, {.world_size = 8});
   ov::settings to = c.settings;
   CHECK(op::overrides_between(c, doc, c.settings, to).empty());
-  to.sequence_parallel = true;   // held by the config: set
+  to.sequence_parallel = true;    // held by the config: set
   to.overlap_grad_reduce = true;  // not held: set or add
   CHECK(op::overrides_between(c, doc, c.settings, to) ==
         std::vector<std::string>{"model.sequence_parallel=true", "++ddp.overlap_grad_reduce=true"});

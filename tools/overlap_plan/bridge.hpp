@@ -20,8 +20,8 @@
 #include "tree.hpp"
 
 BOOST_HANA_ADAPT_STRUCT(overlap::schedule::workload, num_layers, micro_batches, seq_length, micro_batch_size,
-                        hidden_size, ffn_hidden_size, num_attention_heads, num_query_groups, kv_channels,
-                        vocab_size, share_embeddings_and_output_weights, moe_router_topk, moe_ffn_hidden_size,
+                        hidden_size, ffn_hidden_size, num_attention_heads, num_query_groups, kv_channels, vocab_size,
+                        share_embeddings_and_output_weights, moe_router_topk, moe_ffn_hidden_size,
                         multi_latent_attention, q_lora_rank, kv_lora_rank, qk_head_dim, qk_pos_emb_head_dim, v_head_dim,
                         pipeline_layout, num_layers_in_first_pipeline_stage, num_layers_in_last_pipeline_stage,
                         account_for_embedding_in_pipeline_split, account_for_loss_in_pipeline_split);
@@ -33,9 +33,9 @@ namespace ov = overlap;
 /// What the command line adds to a config.
 struct read_options {
   std::optional<int> world_size{};          ///< --world-size: dp = world / (tp x pp x cp)
-  std::optional<ov::gpu_model> gpu{};        ///< --gpu
-  std::optional<ov::version> te_version{};   ///< --te-version
-  bool process_environment = true;           ///< the launcher's environment wins over env_vars (PREC-9)
+  std::optional<ov::gpu_model> gpu{};       ///< --gpu
+  std::optional<ov::version> te_version{};  ///< --te-version
+  bool process_environment = true;          ///< the launcher's environment wins over env_vars (PREC-9)
   /// Without --world-size and comm_overlap.data_parallel_size: an input_error (the tool: a run has a
   /// world size, and dp 1 would check a different job); false: dp 1, with a note.
   bool require_world_size = false;
@@ -52,7 +52,7 @@ struct bridge_config {
   std::vector<std::string> not_modelled;       ///< those notes of fields that shape the run, not modelled
   std::vector<std::string> missing_workload;   ///< model/train fields the simulator needs and lacks
   int global_batch_size = 0;
-  ov::upstream_reading upstream;               ///< `settings` as upstream runs them (rules/upstream.hpp)
+  ov::upstream_reading upstream;  ///< `settings` as upstream runs them (rules/upstream.hpp)
 };
 
 /// Reads `doc` (after overrides) into settings and a workload. Throws input_error (exit status 2)

@@ -71,8 +71,7 @@ E to_enum(const document& doc, const std::string& path, const json& v) {
 
 template <class I>
 I to_integer(const document& doc, const std::string& path, const json& v) {
-  if (v.is_boolean() || !v.is_number_integer())
-    bad(doc, path, "expected an integer, got " + shown(v));
+  if (v.is_boolean() || !v.is_number_integer()) bad(doc, path, "expected an integer, got " + shown(v));
   if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<I>::max()))
     bad(doc, path, "integer " + shown(v) + " is out of range");
   const std::int64_t x = v.get<std::int64_t>();
@@ -162,8 +161,10 @@ inline json slot_tree(const ov::ub::slot& x) {
   json out = json::object();
   ov::reflect::for_each_field(x, [&](std::string_view name, const auto& v) {
     using T = std::remove_cvref_t<decltype(v)>;
-    if constexpr (std::is_enum_v<T>) out[std::string(name)] = std::string(ov::to_string(v));
-    else out[std::string(name)] = v;
+    if constexpr (std::is_enum_v<T>)
+      out[std::string(name)] = std::string(ov::to_string(v));
+    else
+      out[std::string(name)] = v;
   });
   return out;
 }

@@ -45,7 +45,8 @@ constexpr const char* description =
     "overlap-plan: check, simulate and tune the communication overlap of a Megatron-Bridge config, "
     "with the rule table of the overlap library.";
 
-constexpr const char* footer = R"(CONFIG is Bridge's ConfigContainer dump: YAML (cfg.to_yaml()) or the same as JSON (.json, or a
+constexpr const char* footer =
+    R"(CONFIG is Bridge's ConfigContainer dump: YAML (cfg.to_yaml()) or the same as JSON (.json, or a
 file that starts with '{'). OVERRIDE has Hydra's semantics, applied on top in order:
   model.tensor_model_parallel_size=4   sets a key the config holds (else exit 2, naming the closest)
   +comm_overlap.delay_wgrad_compute=true   adds one it lacks     ++a.b=v   sets or adds
@@ -87,16 +88,18 @@ struct cli {
   std::vector<int> ranks;  ///< simulate: the ranks whose traces step.json holds (empty: chosen)
   overlap_plan::read_options read;
   bool json_output = false;
-  bool strict = false;  ///< warnings (rules upstream lets run) stop the run too
-  unsigned threads = 0;  ///< tune: 0 for one per core
+  bool strict = false;                    ///< warnings (rules upstream lets run) stop the run too
+  unsigned threads = 0;                   ///< tune: 0 for one per core
   std::optional<double> memory_limit_gb;  ///< simulate, tune: what a rank's step may take
 };
 
 /// How the default limit is found, from sim/analysis/memory.hpp's margin.
 std::string margin_text() {
   char text[160];
-  std::snprintf(text, sizeof text, "less %.0f GB for the CUDA context, cuBLAS and NCCL, and %.0f %% of the rest for the "
-                "allocator's fragmentation", static_cast<double>(ov::sim::reserved_bytes) / 1e9, 100 * ov::sim::fragmentation);
+  std::snprintf(text, sizeof text,
+                "less %.0f GB for the CUDA context, cuBLAS and NCCL, and %.0f %% of the rest for the "
+                "allocator's fragmentation",
+                static_cast<double>(ov::sim::reserved_bytes) / 1e9, 100 * ov::sim::fragmentation);
   return text;
 }
 
@@ -107,9 +110,7 @@ std::string join(const std::vector<std::string>& items, std::string_view separat
   return out;
 }
 
-[[noreturn]] void usage_error(const std::string& what) {
-  throw input_error(what + " (overlap-plan --help)");
-}
+[[noreturn]] void usage_error(const std::string& what) { throw input_error(what + " (overlap-plan --help)"); }
 
 /// Whether `name` is a Rubin GPU (Bridge's VR200 dumps): newer than the settings' GPU list and
 /// the node presets.
@@ -129,7 +130,8 @@ CLI::Validator gpu_check(const std::vector<std::string>& known) {
         if (rubin(name))
           return name + " (Rubin) is newer than the GPUs this tool knows " + list +
                  ": there is no gpu_model for the rules nor a node preset. Check it as the closest one it knows "
-                 "(--gpu gb300), and simulate on --machine gb300 " + without_preset;
+                 "(--gpu gb300), and simulate on --machine gb300 " +
+                 without_preset;
         return name + " not in " + list;
       },
       "GPU");
@@ -169,8 +171,9 @@ std::optional<cli> parse_args(int argc, char** argv) {
                     "GPUs of the run: data_parallel_size = N / (tp x pp x cp), as Bridge derives it (else "
                     "comm_overlap.data_parallel_size; neither: exit 2)")
         ->check(CLI::Range(1, 1 << 24));
-    sub->add_option("--gpu", gpu, "the GPU (rules ENV-1, ENV-6, EP-21, FX-3; the simulated node); also "
-                                  "overlap_plan.gpu in the config")
+    sub->add_option("--gpu", gpu,
+                    "the GPU (rules ENV-1, ENV-6, EP-21, FX-3; the simulated node); also "
+                    "overlap_plan.gpu in the config")
         ->check(gpu_check(gpus));
     sub->add_option("--te-version", te_version,
                     "the Transformer Engine version X.Y.Z (TE rules apply only when it is given); also "
@@ -189,7 +192,8 @@ std::optional<cli> parse_args(int argc, char** argv) {
         ->check(machine_check());
     sub->add_option("--profile", c.profile,
                     "compute as measured on your GPU: the JSON that overlap-profile writes there");
-    sub->add_option("--memory-limit", c.memory_limit_gb, "GB a rank's step may take (default: the GPU's memory " + margin_text() + ")")
+    sub->add_option("--memory-limit", c.memory_limit_gb,
+                    "GB a rank's step may take (default: the GPU's memory " + margin_text() + ")")
         ->check(CLI::Range(0.001, 1e6));
   };
   std::vector<CLI::App*> subs;
@@ -203,9 +207,10 @@ std::optional<cli> parse_args(int argc, char** argv) {
   node(simulate);
   node(tune);
   simulate->add_option("--out", c.out, "write the trace and the picture to this directory");
-  simulate->add_option("--ranks", c.ranks,
-                       "the ranks whose ops step.json holds (each stands for its class), e.g. 0,128; default: "
-                       "the representatives, as many as fit about 250,000 ops")
+  simulate
+      ->add_option("--ranks", c.ranks,
+                   "the ranks whose ops step.json holds (each stands for its class), e.g. 0,128; default: "
+                   "the representatives, as many as fit about 250,000 ops")
       ->delimiter(',')
       ->allow_extra_args(false)
       ->check(CLI::NonNegativeNumber);
@@ -213,7 +218,8 @@ std::optional<cli> parse_args(int argc, char** argv) {
                    "simulate up to N combinations at once (default: one per core; the result does not depend on it)")
       ->check(CLI::Range(1, 1024));
   if (argc > 1 && argv[1][0] != '-' &&
-      std::none_of(std::begin(commands), std::end(commands), [&](const command_text& x) { return std::string_view(argv[1]) == x.name; }))
+      std::none_of(std::begin(commands), std::end(commands),
+                   [&](const command_text& x) { return std::string_view(argv[1]) == x.name; }))
     usage_error(std::string("unknown command ") + argv[1] + ": check, simulate or tune");
   try {
     app.parse(argc, argv);
@@ -285,8 +291,15 @@ std::string value_at(const overlap_plan::document& doc, const std::string& path)
 json finding_json(const rule_finding& f, const overlap_plan::document& doc) {
   json fields = json::array();
   for (const std::string& p : f.fields)
-    fields.push_back({{"path", p}, {"value", *overlap_plan::detail::find(doc.tree, p)}, {"at", doc.at(p)}, {"upstream_default", f.defaults.count(p) > 0}});
-  json out = {{"id", f.rule->id}, {"message", f.rule->message()}, {"severity", std::string(ov::plan::to_string(f.level))}, {"fields", fields}, {"fixes", f.fixes}};
+    fields.push_back({{"path", p},
+                      {"value", *overlap_plan::detail::find(doc.tree, p)},
+                      {"at", doc.at(p)},
+                      {"upstream_default", f.defaults.count(p) > 0}});
+  json out = {{"id", f.rule->id},
+              {"message", f.rule->message()},
+              {"severity", std::string(ov::plan::to_string(f.level))},
+              {"fields", fields},
+              {"fixes", f.fixes}};
   if (f.level != severity::error) {
     out["upstream"] = ov::rules::to_string(f.upstream);
     out["upstream_does"] = f.rule->upstream_does;
@@ -300,8 +313,8 @@ void print_finding(std::ostream& os, const rule_finding& f, const overlap_plan::
   os << "  " << f.as_diagnostic() << '\n';
   if (!brief)
     for (const std::string& p : f.fields)
-      os << "      at " << p << " = " << value_at(doc, p) << (f.defaults.count(p) ? ", upstream's default" : "") << "  ("
-         << doc.at(p) << ")\n";
+      os << "      at " << p << " = " << value_at(doc, p) << (f.defaults.count(p) ? ", upstream's default" : "")
+         << "  (" << doc.at(p) << ")\n";
   if (f.level != severity::error) os << "      upstream: " << f.rule->upstream_does << '\n';
   if (!brief && !f.fixes.empty()) {
     os << "      fix: ";
@@ -322,8 +335,12 @@ int run_check(const cli& args, const overlap_plan::document& doc, const overlap_
     out["warnings"] = json::array();
     out["notes"] = json::array();
     for (const rule_finding& f : j.findings)
-      out[f.level == severity::error ? "violations" : f.level == severity::warning ? "warnings" : "notes"].push_back(finding_json(f, doc));
-    for (const ov::diagnostic& d : rep.notes) out["notes"].push_back({{"id", d.id}, {"message", d.message}, {"severity", "note"}});
+      out[f.level == severity::error     ? "violations"
+          : f.level == severity::warning ? "warnings"
+                                         : "notes"]
+          .push_back(finding_json(f, doc));
+    for (const ov::diagnostic& d : rep.notes)
+      out["notes"].push_back({{"id", d.id}, {"message", d.message}, {"severity", "note"}});
     out["reading_notes"] = c.notes;
     out["data_parallel_size"] = c.settings.data_parallel_size;
     if (rep.resolved) {
@@ -343,18 +360,22 @@ int run_check(const cli& args, const overlap_plan::document& doc, const overlap_
     for (const std::string& n : c.notes) std::cout << "  - " << n << '\n';
   }
   if (errors > 0) {
-    std::cout << '\n' << errors << (errors == 1 ? " rule violated" : " rules violated") << " (upstream stops on it too):\n";
+    std::cout << '\n'
+              << errors << (errors == 1 ? " rule violated" : " rules violated") << " (upstream stops on it too):\n";
     for (const rule_finding& f : j.findings)
       if (f.level == severity::error) print_finding(std::cout, f, doc);
   }
   if (warnings > 0) {
-    std::cout << '\n' << warnings << (warnings == 1 ? " warning" : " warnings")
-              << ": upstream runs the config, but not as written or not as Megatron-LM would" << (args.strict ? " (errors under --strict)" : " (--strict makes warnings errors)") << ":\n";
+    std::cout << '\n'
+              << warnings << (warnings == 1 ? " warning" : " warnings")
+              << ": upstream runs the config, but not as written or not as Megatron-LM would"
+              << (args.strict ? " (errors under --strict)" : " (--strict makes warnings errors)") << ":\n";
     for (const rule_finding& f : j.findings)
       if (f.level == severity::warning) print_finding(std::cout, f, doc);
   }
   if (rep.resolved) {
-    std::cout << (j.upstream.lenient.empty() ? "\nresolved settings:\n" : "\nresolved settings, as upstream runs the config:\n");
+    std::cout << (j.upstream.lenient.empty() ? "\nresolved settings:\n"
+                                             : "\nresolved settings, as upstream runs the config:\n");
     std::ostringstream text;
     ov::write_resolved(text, *rep.resolved);
     std::istringstream lines(text.str());
@@ -381,8 +402,9 @@ std::string node_for(const cli& args, const overlap_plan::bridge_config& c) {
   if (!gpu) return "h100";
   const std::string name(ov::to_string(*gpu));
   if (ov::sim::preset_for(*gpu)) return name;
-  throw input_error("no node preset for " + name + ": simulate on one with --machine (" + ov::sim::preset_list() +
-                    "), and give compute as measured on your GPU with --profile FILE (what overlap-profile writes there)");
+  throw input_error(
+      "no node preset for " + name + ": simulate on one with --machine (" + ov::sim::preset_list() +
+      "), and give compute as measured on your GPU with --profile FILE (what overlap-profile writes there)");
 }
 
 /// The node of --machine; with --profile, computing as that profile measured. A recipe whose
@@ -390,7 +412,8 @@ std::string node_for(const cli& args, const overlap_plan::bridge_config& c) {
 ov::sim::machine machine_of(const cli& args, const overlap_plan::bridge_config& c) {
   ov::sim::machine m = ov::sim::preset_named(args.machine)->make();
   if (!args.profile.empty())
-    m = ov::sim::with_profile(std::move(m), std::make_shared<const ov::sim::profile>(ov::sim::read_profile(args.profile)));
+    m = ov::sim::with_profile(std::move(m),
+                              std::make_shared<const ov::sim::profile>(ov::sim::read_profile(args.profile)));
   const auto refuse = [&](const char* field, bool (*has)(const ov::sim::machine&)) {
     throw input_error(std::string(field) + " GEMMs (" + c.path_of.at(field) + ") need " + field +
                       " tensor cores, which the " + args.machine + " node has not: give the recipe's GPU with --gpu (" +
@@ -405,8 +428,9 @@ ov::sim::machine machine_of(const cli& args, const overlap_plan::bridge_config& 
 
 /// "an h100 node", "a gb200 NVL72 rack", or either with ", compute from FILE (GPU)".
 std::string machine_label(const cli& args, const ov::sim::machine& m) {
-  const std::string what = (args.machine.starts_with("h") ? "an " : "a ") + args.machine +
-                           (m.gpus_per_node > 8 ? " NVL" + std::to_string(m.gpus_per_node) + " rack" : std::string(" node"));
+  const std::string what =
+      (args.machine.starts_with("h") ? "an " : "a ") + args.machine +
+      (m.gpus_per_node > 8 ? " NVL" + std::to_string(m.gpus_per_node) + " rack" : std::string(" node"));
   if (args.profile.empty()) return what;
   return what + ", compute from " + args.profile + " (" + m.profile->gpu + ")";
 }
@@ -418,12 +442,14 @@ void require_workload(const overlap_plan::bridge_config& c) {
     throw input_error("the simulator needs the model's sizes and the batch; the config lacks " +
                       join(c.missing_workload, ", "));
   }
-  for (const std::string& w : ov::schedule::beyond_planned(c.workload)) std::cerr << "overlap-plan: warning: " << w << '\n';
+  for (const std::string& w : ov::schedule::beyond_planned(c.workload))
+    std::cerr << "overlap-plan: warning: " << w << '\n';
 }
 
 json family_json(const ov::sim::per_family& v) {
   json out = json::object();
-  for (const auto f : ov::schedule::families) out[std::string(ov::schedule::to_string(f))] = v[static_cast<std::size_t>(f)];
+  for (const auto f : ov::schedule::families)
+    out[std::string(ov::schedule::to_string(f))] = v[static_cast<std::size_t>(f)];
   return out;
 }
 
@@ -467,8 +493,12 @@ json memory_json(const ov::sim::step_memory& m) {
   for (std::size_t u = 0; u < ov::sim::memory_uses; ++u)
     uses[std::string(ov::sim::to_string(static_cast<ov::sim::memory_use>(u))) + "_bytes"] = m.peak().by_use[u];
   json per_rank = json::array();
-  for (std::size_t k = 0; k < m.ranks.size(); ++k) per_rank.push_back({{"rank", m.ranks[k]}, {"peak_bytes", m.peaks[k].bytes}});
-  return {{"rank", m.rank()}, {"peak_bytes", m.peak().bytes}, {"at_us", m.peak().at_us}, {"at_peak", uses},
+  for (std::size_t k = 0; k < m.ranks.size(); ++k)
+    per_rank.push_back({{"rank", m.ranks[k]}, {"peak_bytes", m.peaks[k].bytes}});
+  return {{"rank", m.rank()},
+          {"peak_bytes", m.peak().bytes},
+          {"at_us", m.peak().at_us},
+          {"at_peak", uses},
           {"per_rank", per_rank}};
 }
 
@@ -489,34 +519,33 @@ struct simulation {
 void write_step_files(const cli& args, const overlap_plan::bridge_config& c, simulation& run) {
   const ov::plan::family_plan& plan = run.plan;
   std::vector<int>& traced = run.traced;
-    std::error_code ec;
-    std::filesystem::create_directories(args.out, ec);
-    if (ec) throw input_error("--out " + args.out + ": " + ec.message());
-    try {
-      traced = ov::trace::traced_ranks(args.ranks, plan.overlap_classes, plan.overlap);
-    } catch (const std::invalid_argument& e) {
-      throw input_error(std::string("--ranks: ") + e.what());
-    }
-    std::ofstream trace(args.out + "/step.json");
-    ov::trace::write_chrome_trace_of(trace, plan.overlap_step, plan.overlap, plan.overlap_classes, traced);
-    std::vector<int> traced_baseline;
-    for (const int rank : traced) traced_baseline.push_back(plan.baseline_classes.representative[static_cast<std::size_t>(rank)]);
-    std::sort(traced_baseline.begin(), traced_baseline.end());
-    traced_baseline.erase(std::unique(traced_baseline.begin(), traced_baseline.end()), traced_baseline.end());
-    std::ofstream base(args.out + "/step_baseline.json");
-    ov::trace::write_chrome_trace_of(base, plan.baseline_step, plan.baseline, plan.baseline_classes, traced_baseline);
-    std::ofstream svg(args.out + "/step.svg");
-    // Rows named by the rank's class and its coordinates in the layout.
-    const ov::settings& s = c.settings;
-    const ov::schedule::layout L(s.tensor_model_parallel_size, 1, s.data_parallel_size, s.pipeline_model_parallel_size,
-                         s.num_moe_experts ? s.expert_model_parallel_size : 1);
-    const std::vector<int> sizes = plan.overlap_classes.sizes();
-    ov::trace::svg_options picture;
-    picture.rank_name = [&](int rank) {
-      return ov::trace::detail::rank_label(rank, &sizes) + " " + L.coordinates(rank);
-    };
-    ov::trace::write_svg_timeline(svg, plan.overlap_step, plan.overlap, picture, &plan.overlap_classes);
-    if (!trace || !svg || !base) throw input_error("--out " + args.out + ": cannot write the files");
+  std::error_code ec;
+  std::filesystem::create_directories(args.out, ec);
+  if (ec) throw input_error("--out " + args.out + ": " + ec.message());
+  try {
+    traced = ov::trace::traced_ranks(args.ranks, plan.overlap_classes, plan.overlap);
+  } catch (const std::invalid_argument& e) {
+    throw input_error(std::string("--ranks: ") + e.what());
+  }
+  std::ofstream trace(args.out + "/step.json");
+  ov::trace::write_chrome_trace_of(trace, plan.overlap_step, plan.overlap, plan.overlap_classes, traced);
+  std::vector<int> traced_baseline;
+  for (const int rank : traced)
+    traced_baseline.push_back(plan.baseline_classes.representative[static_cast<std::size_t>(rank)]);
+  std::sort(traced_baseline.begin(), traced_baseline.end());
+  traced_baseline.erase(std::unique(traced_baseline.begin(), traced_baseline.end()), traced_baseline.end());
+  std::ofstream base(args.out + "/step_baseline.json");
+  ov::trace::write_chrome_trace_of(base, plan.baseline_step, plan.baseline, plan.baseline_classes, traced_baseline);
+  std::ofstream svg(args.out + "/step.svg");
+  // Rows named by the rank's class and its coordinates in the layout.
+  const ov::settings& s = c.settings;
+  const ov::schedule::layout L(s.tensor_model_parallel_size, 1, s.data_parallel_size, s.pipeline_model_parallel_size,
+                               s.num_moe_experts ? s.expert_model_parallel_size : 1);
+  const std::vector<int> sizes = plan.overlap_classes.sizes();
+  ov::trace::svg_options picture;
+  picture.rank_name = [&](int rank) { return ov::trace::detail::rank_label(rank, &sizes) + " " + L.coordinates(rank); };
+  ov::trace::write_svg_timeline(svg, plan.overlap_step, plan.overlap, picture, &plan.overlap_classes);
+  if (!trace || !svg || !base) throw input_error("--out " + args.out + ": cannot write the files");
   run.written = {args.out + "/step.json", args.out + "/step_baseline.json", args.out + "/step.svg"};
 }
 
@@ -535,14 +564,23 @@ json simulation_json(const cli& args, const overlap_plan::bridge_config& c, cons
               {"ranks", plan.overlap_classes.world()},
               {"classes", plan.overlap_step.size()},
               {"micro_batches", c.workload.micro_batches},
-              {"overlap", {{"step_time_us", plan.overlap.step_time_us}, {"exposed_comm_us", family_json(plan.overlap.exposed_comm_us)},
-                           {"comm_us", family_json(plan.overlap.comm_us)}, {"deadlock", plan.overlap.deadlock}}},
-              {"baseline", {{"step_time_us", plan.baseline.step_time_us}, {"exposed_comm_us", family_json(plan.baseline.exposed_comm_us)},
-                            {"comm_us", family_json(plan.baseline.comm_us)}, {"deadlock", plan.baseline.deadlock}}},
+              {"overlap",
+               {{"step_time_us", plan.overlap.step_time_us},
+                {"exposed_comm_us", family_json(plan.overlap.exposed_comm_us)},
+                {"comm_us", family_json(plan.overlap.comm_us)},
+                {"deadlock", plan.overlap.deadlock}}},
+              {"baseline",
+               {{"step_time_us", plan.baseline.step_time_us},
+                {"exposed_comm_us", family_json(plan.baseline.exposed_comm_us)},
+                {"comm_us", family_json(plan.baseline.comm_us)},
+                {"deadlock", plan.baseline.deadlock}}},
               {"gain", gain},
-              {"memory", {{"overlap", memory_json(most)}, {"baseline", memory_json(most_off)},
-                          {"gpu_memory_bytes", cost.machine().memory_capacity_bytes},
-                          {"limit_bytes", limit}, {"fits", limit == 0 || most.peak().bytes <= limit}}},
+              {"memory",
+               {{"overlap", memory_json(most)},
+                {"baseline", memory_json(most_off)},
+                {"gpu_memory_bytes", cost.machine().memory_capacity_bytes},
+                {"limit_bytes", limit},
+                {"fits", limit == 0 || most.peak().bytes <= limit}}},
               {"files", written},
               {"traced_ranks", traced}};
   return out;
@@ -557,12 +595,13 @@ void print_simulation(const cli& args, const overlap_plan::bridge_config& c, con
   const double gain = run.gain();
   const std::vector<std::string>& written = run.written;
   const std::vector<int>& traced = run.traced;
-  std::printf("overlap-plan simulate %s on %s: %d %s in %zu %s of symmetric ranks, %d layers, "
-              "%d %s per dp rank\n",
-              args.config.c_str(), machine_label(args, cost.machine()).c_str(), plan.overlap_classes.world(),
-              plan.overlap_classes.world() == 1 ? "rank" : "ranks", plan.overlap_step.size(),
-              plan.overlap_step.size() == 1 ? "class" : "classes",
-              c.workload.num_layers, c.workload.micro_batches, c.workload.micro_batches == 1 ? "micro-batch" : "micro-batches");
+  std::printf(
+      "overlap-plan simulate %s on %s: %d %s in %zu %s of symmetric ranks, %d layers, "
+      "%d %s per dp rank\n",
+      args.config.c_str(), machine_label(args, cost.machine()).c_str(), plan.overlap_classes.world(),
+      plan.overlap_classes.world() == 1 ? "rank" : "ranks", plan.overlap_step.size(),
+      plan.overlap_step.size() == 1 ? "class" : "classes", c.workload.num_layers, c.workload.micro_batches,
+      c.workload.micro_batches == 1 ? "micro-batch" : "micro-batches");
   std::printf("\n%-22s %14s %14s\n", "", "overlap off", "as configured");
   std::printf("%-22s %11.2f ms %11.2f ms   (%+.1f %%)\n", "step time", plan.baseline.step_time_us / 1000,
               plan.overlap.step_time_us / 1000, -100 * gain);
@@ -570,33 +609,39 @@ void print_simulation(const cli& args, const overlap_plan::bridge_config& c, con
     const auto i = static_cast<std::size_t>(f);
     if (plan.baseline.comm_us[i] == 0 && plan.overlap.comm_us[i] == 0) continue;
     std::printf("%-22s %11.2f ms %11.2f ms   (of %.2f ms communication)\n",
-                ("exposed " + std::string(ov::schedule::to_string(f)) + " comm").c_str(), plan.baseline.exposed_comm_us[i] / 1000,
-                plan.overlap.exposed_comm_us[i] / 1000, plan.overlap.comm_us[i] / 1000);
+                ("exposed " + std::string(ov::schedule::to_string(f)) + " comm").c_str(),
+                plan.baseline.exposed_comm_us[i] / 1000, plan.overlap.exposed_comm_us[i] / 1000,
+                plan.overlap.comm_us[i] / 1000);
   }
   const auto gb = [](std::int64_t bytes) { return static_cast<double>(bytes) / 1e9; };
   std::printf("\n%-22s %11.2f GB %11.2f GB   (rank %d, at %.2f ms)\n", "peak memory", gb(most_off.peak().bytes),
               gb(most.peak().bytes), most.rank(), most.peak().at_us / 1000);
   for (std::size_t u = 0; u < ov::sim::memory_uses; ++u)
-    std::printf("%-22s %11.2f GB %11.2f GB\n", ("  " + std::string(ov::sim::to_string(static_cast<ov::sim::memory_use>(u)))).c_str(),
+    std::printf("%-22s %11.2f GB %11.2f GB\n",
+                ("  " + std::string(ov::sim::to_string(static_cast<ov::sim::memory_use>(u)))).c_str(),
                 gb(most_off.peak().by_use[u]), gb(most.peak().by_use[u]));
   if (limit > 0) {
     const bool fits = most.peak().bytes <= limit;
     std::printf("%s: a rank may take %.2f GB (%s)\n", fits ? "fits" : "DOES NOT FIT", gb(limit),
-                args.memory_limit_gb ? "--memory-limit"
-                                     : ("of the GPU's " + std::to_string(std::lround(gb(cost.machine().memory_capacity_bytes))) +
-                                        " GB, " + margin_text()).c_str());
+                args.memory_limit_gb
+                    ? "--memory-limit"
+                    : ("of the GPU's " + std::to_string(std::lround(gb(cost.machine().memory_capacity_bytes))) +
+                       " GB, " + margin_text())
+                          .c_str());
     if (!fits)
-      std::fprintf(stderr, "overlap-plan simulate: warning: rank %d needs %.2f GB at its peak, more than the %.2f GB it may "
+      std::fprintf(stderr,
+                   "overlap-plan simulate: warning: rank %d needs %.2f GB at its peak, more than the %.2f GB it may "
                    "take: the run will not fit (recompute activations, fewer micro-batches in flight, or more ranks)\n",
                    most.rank(), gb(most.peak().bytes), gb(limit));
   }
-  if (plan.overlap.deadlock || plan.baseline.deadlock) std::printf("\nTHE STEP HANGS:\n%s", plan.overlap.wait_for_graph.c_str());
+  if (plan.overlap.deadlock || plan.baseline.deadlock)
+    std::printf("\nTHE STEP HANGS:\n%s", plan.overlap.wait_for_graph.c_str());
   for (const std::string& f : written) std::printf("wrote %s\n", f.c_str());
   if (!written.empty()) {
     std::string list;
     for (const int rank : traced) (list += list.empty() ? "" : ",") += std::to_string(rank);
-    std::printf("the traces hold rank%s %s (%zu of %zu classes; --ranks R,R,... for others)\n", traced.size() == 1 ? "" : "s",
-                list.c_str(), traced.size(), plan.overlap_step.size());
+    std::printf("the traces hold rank%s %s (%zu of %zu classes; --ranks R,R,... for others)\n",
+                traced.size() == 1 ? "" : "s", list.c_str(), traced.size(), plan.overlap_step.size());
   }
 }
 
@@ -614,8 +659,10 @@ int run_simulate(const cli& args, const overlap_plan::bridge_config& c) {
   run.most = ov::sim::memory_of(run.plan.overlap_step, run.plan.overlap);
   run.most_off = ov::sim::memory_of(run.plan.baseline_step, run.plan.baseline);
   run.limit = memory_limit_of(args, cost.machine());
-  if (args.json_output) std::cout << simulation_json(args, c, cost, run).dump(2) << '\n';
-  else print_simulation(args, c, cost, run);
+  if (args.json_output)
+    std::cout << simulation_json(args, c, cost, run).dump(2) << '\n';
+  else
+    print_simulation(args, c, cost, run);
   return 0;
 }
 
@@ -627,7 +674,8 @@ class progress {
   void update(std::size_t done, std::size_t planned) {
     if (!enabled_ || std::chrono::steady_clock::now() - start_ < std::chrono::seconds(1)) return;
     const std::size_t width = 30, filled = planned ? std::min(width, done * width / planned) : 0;
-    std::fprintf(stderr, "\r[%s%s] %zu simulated", std::string(filled, '#').c_str(), std::string(width - filled, '.').c_str(), done);
+    std::fprintf(stderr, "\r[%s%s] %zu simulated", std::string(filled, '#').c_str(),
+                 std::string(width - filled, '.').c_str(), done);
     shown_ = true;
   }
   ~progress() {
@@ -666,13 +714,20 @@ json tuning_json(const cli& args, const overlap_plan::document& doc, const overl
   const std::vector<std::string>& overrides = run.overrides;
   const std::string& yaml = run.yaml;
   const double seconds = run.seconds;
-  json out = {{"config", args.config}, {"machine", args.machine},
+  json out = {{"config", args.config},
+              {"machine", args.machine},
               {"profile", args.profile.empty() ? json(nullptr) : json(args.profile)},
-              {"knobs", json::array()}, {"ranked", json::array()},
-              {"rejected", t.rejected}, {"rejected_by", t.rejected_by}, {"memory_limit_bytes", limit},
+              {"knobs", json::array()},
+              {"ranked", json::array()},
+              {"rejected", t.rejected},
+              {"rejected_by", t.rejected_by},
+              {"memory_limit_bytes", limit},
               {"none_fits", t.none_fits_least_bytes > 0},
               {"overlap_off_step_time_us", t.overlap_off.step_time_us},
-              {"given_step_time_us", given_us}, {"best_overrides", overrides}, {"best_yaml", yaml}, {"seconds", seconds}};
+              {"given_step_time_us", given_us},
+              {"best_overrides", overrides},
+              {"best_yaml", yaml},
+              {"seconds", seconds}};
   for (const ov::plan::knob& k : t.knobs) {
     json choices = json::array();
     for (const ov::plan::knob_choice& ch : k.choices) choices.push_back(ch.label);
@@ -680,7 +735,9 @@ json tuning_json(const cli& args, const overlap_plan::document& doc, const overl
   }
   for (std::size_t i = 0; i < t.ranked.size(); ++i) {
     const ov::plan::tune_candidate& e = t.tried[t.ranked[i]];
-    out["ranked"].push_back({{"rank", i + 1}, {"combination", label(e)}, {"step_time_us", e.simulated.step_time_us},
+    out["ranked"].push_back({{"rank", i + 1},
+                             {"combination", label(e)},
+                             {"step_time_us", e.simulated.step_time_us},
                              {"peak_memory_bytes", e.peak_bytes},
                              {"gain_vs_config", 1 - e.simulated.step_time_us / given_us},
                              {"exposed_comm_us", family_json(e.simulated.exposed_comm_us)},
@@ -710,32 +767,39 @@ void print_tuning(const cli& args, const ov::sim::cost_model& cost, const tuning
   }
   if (limit > 0)
     std::printf("  a rank may take %.2f GB (%s); peak_GB: the most a rank's step takes, over issue order\n",
-                static_cast<double>(limit) / 1e9, args.memory_limit_gb ? "--memory-limit" : "the GPU's memory less the margin");
+                static_cast<double>(limit) / 1e9,
+                args.memory_limit_gb ? "--memory-limit" : "the GPU's memory less the margin");
   if (t.none_fits_least_bytes > 0)
-    std::printf("  NONE FITS: the least any combination takes is %.2f GB, so all are ranked without the limit\n"
-                "  (recompute activations, fewer micro-batches in flight, or more ranks)\n",
-                static_cast<double>(t.none_fits_least_bytes) / 1e9);
+    std::printf(
+        "  NONE FITS: the least any combination takes is %.2f GB, so all are ranked without the limit\n"
+        "  (recompute activations, fewer micro-batches in flight, or more ranks)\n",
+        static_cast<double>(t.none_fits_least_bytes) / 1e9);
   for (const ov::plan::knob& k : t.knobs) {
     std::printf("  %-28s", k.name.c_str());
     for (const ov::plan::knob_choice& ch : k.choices) std::printf(" [%s]", ch.label.c_str());
     std::printf("\n");
   }
-  std::printf("\nevery overlap off: %.2f ms; as configured: %.2f ms%s\n\n", t.overlap_off.step_time_us / 1000, given_us / 1000,
-              given.too_big ? (", which does not fit (" + std::to_string(std::lround(static_cast<double>(given.peak_bytes) / 1e9)) +
-                               " GB a rank)").c_str()
+  std::printf("\nevery overlap off: %.2f ms; as configured: %.2f ms%s\n\n", t.overlap_off.step_time_us / 1000,
+              given_us / 1000,
+              given.too_big ? (", which does not fit (" +
+                               std::to_string(std::lround(static_cast<double>(given.peak_bytes) / 1e9)) + " GB a rank)")
+                                  .c_str()
                             : "");
-  std::printf("%4s %10s %8s %9s %9s %9s %9s %8s  %s\n", "rank", "step_ms", "gain", "tp_ms", "dp_ms", "pp_ms", "ep_ms", "peak_GB",
-              "combination");
+  std::printf("%4s %10s %8s %9s %9s %9s %9s %8s  %s\n", "rank", "step_ms", "gain", "tp_ms", "dp_ms", "pp_ms", "ep_ms",
+              "peak_GB", "combination");
   for (std::size_t i = 0; i < t.ranked.size(); ++i) {
     const ov::plan::tune_candidate& e = t.tried[t.ranked[i]];
-    const auto x = [&](ov::schedule::family f) { return e.simulated.exposed_comm_us[static_cast<std::size_t>(f)] / 1000; };
+    const auto x = [&](ov::schedule::family f) {
+      return e.simulated.exposed_comm_us[static_cast<std::size_t>(f)] / 1000;
+    };
     std::printf("%4zu %10.2f %7.1f%% %9.2f %9.2f %9.2f %9.2f %8.2f  %s\n", i + 1, e.simulated.step_time_us / 1000,
-                100 * (1 - e.simulated.step_time_us / given_us), x(ov::schedule::family::tp), x(ov::schedule::family::dp),
-                x(ov::schedule::family::pp), x(ov::schedule::family::ep), static_cast<double>(e.peak_bytes) / 1e9,
-                label(e).c_str());
+                100 * (1 - e.simulated.step_time_us / given_us), x(ov::schedule::family::tp),
+                x(ov::schedule::family::dp), x(ov::schedule::family::pp), x(ov::schedule::family::ep),
+                static_cast<double>(e.peak_bytes) / 1e9, label(e).c_str());
   }
-  std::printf("(gain: against the config as configured; *_ms: exposed communication per family; the combination\n"
-              " lists the knobs changed from the config)\n");
+  std::printf(
+      "(gain: against the config as configured; *_ms: exposed communication per family; the combination\n"
+      " lists the knobs changed from the config)\n");
   // "x % faster" or "x % slower": the best combination may still lose to every overlap off.
   const auto versus = [](double us, double than) {
     const double gain = 100 * (1 - us / than);
@@ -764,8 +828,9 @@ int run_tune(const cli& args, const overlap_plan::document& doc, const overlap_p
   {
     progress bar(!args.json_output);
     try {
-      run.result = ov::plan::tune(c.settings, c.workload, cost, args.threads,
-                                  [&](std::size_t done, std::size_t planned) { bar.update(done, planned); }, run.limit);
+      run.result = ov::plan::tune(
+          c.settings, c.workload, cost, args.threads,
+          [&](std::size_t done, std::size_t planned) { bar.update(done, planned); }, run.limit);
     } catch (const std::invalid_argument& e) {
       throw input_error(args.config + ": " + e.what());
     }
@@ -776,8 +841,10 @@ int run_tune(const cli& args, const overlap_plan::document& doc, const overlap_p
     overlap_plan::apply_override(fragment, o, overlap_plan::override_mode::set_or_add);
   run.yaml = run.overrides.empty() ? "" : overlap_plan::to_yaml(fragment.tree);
   run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  if (args.json_output) std::cout << tuning_json(args, doc, c, run).dump(2) << '\n';
-  else print_tuning(args, cost, run);
+  if (args.json_output)
+    std::cout << tuning_json(args, doc, c, run).dump(2) << '\n';
+  else
+    print_tuning(args, cost, run);
   return 0;
 }
 

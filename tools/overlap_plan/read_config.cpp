@@ -28,8 +28,9 @@ using namespace detail;
 /// ignored, as Core reads them): that list is written as the string, a stage's letters per stage.
 std::string layout_text(const document& doc, const std::string& path, const json& v) {
   if (v.is_string()) return v.get<std::string>();
-  const std::string expected = "expected the layout as a string (\"Et|(tt|)*30mL\") or a list of stages, each a list of "
-                               "layer names (embedding, decoder, mtp, loss)";
+  const std::string expected =
+      "expected the layout as a string (\"Et|(tt|)*30mL\") or a list of stages, each a list of "
+      "layer names (embedding, decoder, mtp, loss)";
   if (!v.is_array() || v.empty()) bad(doc, path, expected + ", got " + shown(v));
   std::string out;
   for (std::size_t i = 0; i < v.size(); ++i) {
@@ -38,16 +39,23 @@ std::string layout_text(const document& doc, const std::string& path, const json
     if (i > 0) out += '|';
     for (std::size_t j = 0; j < v[i].size(); ++j) {
       const std::string at = stage + "[" + std::to_string(j) + "]";
-      if (!v[i][j].is_string()) bad(doc, at, "expected a layer name (embedding, decoder, mtp, loss), got " + shown(v[i][j]));
+      if (!v[i][j].is_string())
+        bad(doc, at, "expected a layer name (embedding, decoder, mtp, loss), got " + shown(v[i][j]));
       std::string name;
       for (const char c : v[i][j].get<std::string>())
         if (c != ' ' && c != '\t') name += static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
-      if (name == "embedding") out += 'E';
-      else if (name == "decoder") out += 't';
-      else if (name == "mtp") out += 'm';
-      else if (name == "loss") out += 'L';
-      else if (name == "encoder") bad(doc, at, "encoder layers in a layout are not supported (Megatron-Core refuses them too)");
-      else bad(doc, at, "unknown layer name " + shown(v[i][j]) + "; expected embedding, decoder, mtp or loss");
+      if (name == "embedding")
+        out += 'E';
+      else if (name == "decoder")
+        out += 't';
+      else if (name == "mtp")
+        out += 'm';
+      else if (name == "loss")
+        out += 'L';
+      else if (name == "encoder")
+        bad(doc, at, "encoder layers in a layout are not supported (Megatron-Core refuses them too)");
+      else
+        bad(doc, at, "unknown layer name " + shown(v[i][j]) + "; expected embedding, decoder, mtp or loss");
     }
   }
   return out;
@@ -66,12 +74,15 @@ std::vector<int> moe_layers(const document& doc, const std::string& path, const 
     return out;
   }
   if (!v.is_array())
-    bad(doc, path, "expected an integer or a list of 0 (dense) and 1 (MoE), one a layer, got " + shown(v) +
-                       (v.is_string() ? " (write Python's expression as the list it makes)" : ""));
+    bad(doc, path,
+        "expected an integer or a list of 0 (dense) and 1 (MoE), one a layer, got " + shown(v) +
+            (v.is_string() ? " (write Python's expression as the list it makes)" : ""));
   if (static_cast<std::int64_t>(v.size()) != num_layers)
-    bad(doc, path, "the list has " + std::to_string(v.size()) + " entries, model.num_layers is " + std::to_string(num_layers));
+    bad(doc, path,
+        "the list has " + std::to_string(v.size()) + " entries, model.num_layers is " + std::to_string(num_layers));
   for (std::size_t i = 0; i < v.size(); ++i) {
-    if (v[i].is_boolean() || !v[i].is_number_integer() || (v[i].get<std::int64_t>() != 0 && v[i].get<std::int64_t>() != 1))
+    if (v[i].is_boolean() || !v[i].is_number_integer() ||
+        (v[i].get<std::int64_t>() != 0 && v[i].get<std::int64_t>() != 1))
       bad(doc, path + "[" + std::to_string(i) + "]", "expected 0 (dense) or 1 (MoE), got " + shown(v[i]));
     out.push_back(static_cast<int>(v[i].get<std::int64_t>()));
   }
@@ -110,8 +121,7 @@ std::optional<ov::ub::user_config> preset(std::string_view name) {
 
 /// One GEMM slot of a `TransformerLayerTPOverlapCfg` dump: its method (the `method` field, or the
 /// dataclass named by `_target_`), and the knobs it gives over TE-6's defaults for that method.
-ov::ub::slot to_slot(const document& doc, const std::string& path, const json& v,
-                            std::vector<std::string>& notes) {
+ov::ub::slot to_slot(const document& doc, const std::string& path, const json& v, std::vector<std::string>& notes) {
   if (!v.is_object()) bad(doc, path, "expected a slot mapping (method, num_sm, ...), got " + shown(v));
   std::optional<ov::ub::method> m;
   if (const json* x = given(v, "method")) m = to_enum<ov::ub::method>(doc, path + ".method", *x);
@@ -130,7 +140,8 @@ ov::ub::slot to_slot(const document& doc, const std::string& path, const json& v
     const json* x = given(v, name);
     if (!x || name == "method") return;
     if constexpr (std::is_same_v<T, bool>) {
-      // Upstream's pipeline default fp8_buf=(False,) dumps as a list; read by its element, as the presets read it (config/ub_presets.hpp).
+      // Upstream's pipeline default fp8_buf=(False,) dumps as a list; read by its element, as the presets read it
+      // (config/ub_presets.hpp).
       if (x->is_array() && x->size() == 1 && (*x)[0].is_boolean()) {
         notes.push_back(p + " = " + shown(*x) + " (a tuple, truthy in Python) is read as " +
                         ((*x)[0].get<bool>() ? "true" : "false") + ", as the presets read upstream's (False,) default");
@@ -146,13 +157,14 @@ ov::ub::slot to_slot(const document& doc, const std::string& path, const json& v
 }
 
 ov::ub::user_config to_user_config(const document& doc, const std::string& path, const json& v,
-                                          std::vector<std::string>& notes) {
+                                   std::vector<std::string>& notes) {
   if (v.is_string()) {
     const std::string name = v.get<std::string>();
     if (auto p = preset(name)) return *p;
     if (name.ends_with(".yaml") || name.ends_with(".yml"))
-      bad(doc, path, "a userbuffer YAML file (" + quote_text(name) +
-                         ") is not read by overlap-plan; give the preset's name or its slots inline");
+      bad(doc, path,
+          "a userbuffer YAML file (" + quote_text(name) +
+              ") is not read by overlap-plan; give the preset's name or its slots inline");
     bad(doc, path, "unknown userbuffer preset " + quote_text(name) + " (the 19 upstream names are accepted)");
   }
   if (!v.is_object()) bad(doc, path, "expected a preset name or a mapping of GEMM slots, got " + shown(v));
@@ -219,9 +231,9 @@ class config_reader {
         continue;
       }
       if (*v != winner->second)
-        notes_.push_back(path + " = " + shown(*v) + " disagrees with " + winner->first + " = " +
-                         shown(winner->second) + "; " + (p.why.empty() ? "the first one wins" : p.why) + ", so " +
-                         std::string(field) + " is read from " + winner->first);
+        notes_.push_back(path + " = " + shown(*v) + " disagrees with " + winner->first + " = " + shown(winner->second) +
+                         "; " + (p.why.empty() ? "the first one wins" : p.why) + ", so " + std::string(field) +
+                         " is read from " + winner->first);
     }
     for (const std::string& path : p.overwritten)
       if (const json* v = given(tree_, path)) overwritten_.push_back({std::string(field), path, p.why, *v});
@@ -235,8 +247,8 @@ class config_reader {
       using T = std::remove_cvref_t<decltype(member)>;
       const places p = places_of(field, tree_);
       out_.path_of[std::string(field)] = p.read.front();
-      if (field == "data_parallel_size" || field == "distributed_optimizer" || field == "precision" ||
-          field == "fp8" || field == "fp4" || field == "use_dist_ckpt" || field == "gpu" || field == "te_version" ||
+      if (field == "data_parallel_size" || field == "distributed_optimizer" || field == "precision" || field == "fp8" ||
+          field == "fp4" || field == "use_dist_ckpt" || field == "gpu" || field == "te_version" ||
           field == "cuda_device_max_connections" || field == "layernorm_sm_margin" || field == "cuda_graph_modules")
         return;
       const auto got = pick(field, p);
@@ -244,7 +256,8 @@ class config_reader {
       const auto& [path, v] = *got;
       out_.path_of[std::string(field)] = path;
       if (path.starts_with("comm_overlap.") && in(field, ddp_owned) && !ddp_distributed_optimizer(tree_))
-        notes_.push_back(path + " is ignored by Bridge without ddp.use_distributed_optimizer (PREC-5); it is checked "
+        notes_.push_back(path +
+                         " is ignored by Bridge without ddp.use_distributed_optimizer (PREC-5); it is checked "
                          "here as requested, so the rules name what it needs");
       using V = typename std::conditional_t<is_optional<T>::value, T, std::optional<T>>::value_type;
       V value{};
@@ -280,9 +293,13 @@ class config_reader {
     if (const json* mp = given(tree_, "mixed_precision"); mp && mp->is_string()) {
       const std::string recipe = mp->get<std::string>();
       from = "mixed_precision";
-      if (recipe.starts_with("bf16")) bf16 = true;
-      else if (recipe.starts_with("fp16")) fp16 = true;
-      else notes_.push_back("mixed_precision recipe " + quote_text(recipe) + " is not known here; precision read from the model");
+      if (recipe.starts_with("bf16"))
+        bf16 = true;
+      else if (recipe.starts_with("fp16"))
+        fp16 = true;
+      else
+        notes_.push_back("mixed_precision recipe " + quote_text(recipe) +
+                         " is not known here; precision read from the model");
       if (recipe.find("fp8") != std::string::npos) {
         s_.fp8 = true;
         out_.path_of["fp8"] = "mixed_precision";
@@ -301,11 +318,14 @@ class config_reader {
       bf16 = model_bf16;
       fp16 = model_fp16;
       from = "model";
-    } else if ((model_bf16 && model_bf16 != bf16.value_or(false)) || (model_fp16 && model_fp16 != fp16.value_or(false))) {
-      notes_.push_back("model.bf16/fp16 disagree with mixed_precision; Bridge applies mixed_precision over the model, "
-                       "so precision is read from mixed_precision");
+    } else if ((model_bf16 && model_bf16 != bf16.value_or(false)) ||
+               (model_fp16 && model_fp16 != fp16.value_or(false))) {
+      notes_.push_back(
+          "model.bf16/fp16 disagree with mixed_precision; Bridge applies mixed_precision over the model, "
+          "so precision is read from mixed_precision");
     }
-    if (bf16.value_or(false) && fp16.value_or(false)) bad(doc_, from + ".bf16", "bf16 and fp16 are both true; choose one");
+    if (bf16.value_or(false) && fp16.value_or(false))
+      bad(doc_, from + ".bf16", "bf16 and fp16 are both true; choose one");
     s_.precision = bf16.value_or(false) ? ov::dtype::bf16 : fp16.value_or(false) ? ov::dtype::fp16 : ov::dtype::fp32;
     out_.path_of["precision"] = from + (s_.precision == ov::dtype::fp16 ? ".fp16" : ".bf16");
     read_format("fp8", s_.fp8, "\"hybrid\", \"e4m3\"");
@@ -320,9 +340,12 @@ class config_reader {
     if (!got) return;
     const auto& [path, v] = *got;
     out_.path_of[field] = path;
-    if (v.is_boolean()) member = v.get<bool>();
-    else if (v.is_string()) member = !v.get<std::string>().empty();
-    else bad(doc_, path, std::string("expected an ") + field + " format (" + example + ") or null, got " + shown(v));
+    if (v.is_boolean())
+      member = v.get<bool>();
+    else if (v.is_string())
+      member = !v.get<std::string>().empty();
+    else
+      bad(doc_, path, std::string("expected an ") + field + " format (" + example + ") or null, got " + shown(v));
   }
 
   /// The distributed optimizer: Bridge derives DP overlap from ddp's flag alone (PREC-5), then
@@ -333,12 +356,15 @@ class config_reader {
     const bool on_ddp = d && to_bool(doc_, "ddp.use_distributed_optimizer", *d);
     const bool on_optimizer = o && to_bool(doc_, "optimizer.use_distributed_optimizer", *o);
     s_.distributed_optimizer = on_ddp || on_optimizer;
-    out_.path_of["distributed_optimizer"] = d || !o ? "ddp.use_distributed_optimizer" : "optimizer.use_distributed_optimizer";
+    out_.path_of["distributed_optimizer"] =
+        d || !o ? "ddp.use_distributed_optimizer" : "optimizer.use_distributed_optimizer";
     if (d && o && on_ddp != on_optimizer)
-      notes_.push_back(std::string("ddp.use_distributed_optimizer = ") + (on_ddp ? "true" : "false") +
-                       " disagrees with optimizer.use_distributed_optimizer = " + (on_optimizer ? "true" : "false") +
-                       "; Bridge turns both on (DP-6)" +
-                       (on_ddp ? "" : ", but derives DP overlap from ddp's false (PREC-5), so the DP overlap fields keep ddp's values"));
+      notes_.push_back(
+          std::string("ddp.use_distributed_optimizer = ") + (on_ddp ? "true" : "false") +
+          " disagrees with optimizer.use_distributed_optimizer = " + (on_optimizer ? "true" : "false") +
+          "; Bridge turns both on (DP-6)" +
+          (on_ddp ? ""
+                  : ", but derives DP overlap from ddp's false (PREC-5), so the DP overlap fields keep ddp's values"));
     if (on_optimizer && !on_ddp) {
       // PREC-5: no DP derivation; ddp's own values (Core default false) stand.
       for (auto* f : {&s_.overlap_grad_reduce, &s_.overlap_param_gather})
@@ -364,7 +390,8 @@ class config_reader {
         out_.path_of["cuda_graph_modules"] = path;
       }
     if (!out_.path_of.count("cuda_graph_modules")) out_.path_of["cuda_graph_modules"] = "model.cuda_graph_modules";
-    if (const json* v = given(tree_, "model.moe_layer_recompute"); v && to_bool(doc_, "model.moe_layer_recompute", *v)) {
+    if (const json* v = given(tree_, "model.moe_layer_recompute");
+        v && to_bool(doc_, "model.moe_layer_recompute", *v)) {
       s_.recompute_modules.insert(ov::module::moe);
       notes_.push_back("model.moe_layer_recompute (deprecated) adds moe to recompute_modules, as Core does");
     }
@@ -390,8 +417,9 @@ class config_reader {
       if (x.is_string()) x = detail::plain_scalar(x.get<std::string>());
       const std::optional<int> bwd = to_integer<int>(doc_, "env_vars.NVTE_BWD_LAYERNORM_SM_MARGIN", x);
       if (bwd != s_.layernorm_sm_margin)
-        notes_.push_back("env_vars.NVTE_BWD_LAYERNORM_SM_MARGIN differs from NVTE_FWD_LAYERNORM_SM_MARGIN; one margin "
-                         "(layernorm_sm_margin) is modelled, read from the forward one");
+        notes_.push_back(
+            "env_vars.NVTE_BWD_LAYERNORM_SM_MARGIN differs from NVTE_FWD_LAYERNORM_SM_MARGIN; one margin "
+            "(layernorm_sm_margin) is modelled, read from the forward one");
     }
   }
 
@@ -415,7 +443,8 @@ class config_reader {
         throw input_error(std::string("environment: ") + name + "=" + quote_text(e) + " is not an integer");
       field = static_cast<int>(parsed.get<std::int64_t>());
       out_.path_of[settings_field] = std::string("environment ") + name;
-      notes_.push_back(std::string(name) + "=" + e + " is taken from the environment, which wins over env_vars (PREC-9)");
+      notes_.push_back(std::string(name) + "=" + e +
+                       " is taken from the environment, which wins over env_vars (PREC-9)");
     }
   }
 
@@ -463,24 +492,27 @@ class config_reader {
     }
     if (const json* v = given(tree_, "train.global_batch_size"))
       out_.global_batch_size = to_integer<int>(doc_, "train.global_batch_size", *v);
-    else out_.missing_workload.push_back("train.global_batch_size");
+    else
+      out_.missing_workload.push_back("train.global_batch_size");
     if (out_.global_batch_size < 0) bad(doc_, "train.global_batch_size", "cannot be negative");
   }
 
   /// Data-parallel size: Bridge derives it from the world size (DP-4).
   void read_data_parallel_size() {
-    const long model_ranks = long{s_.tensor_model_parallel_size} * s_.pipeline_model_parallel_size *
-                             s_.context_parallel_size;
+    const long model_ranks =
+        long{s_.tensor_model_parallel_size} * s_.pipeline_model_parallel_size * s_.context_parallel_size;
     out_.path_of["data_parallel_size"] = "comm_overlap.data_parallel_size";
     std::optional<int> given_dp;
     if (const json* v = given(tree_, "comm_overlap.data_parallel_size")) {
       given_dp = to_integer<int>(doc_, "comm_overlap.data_parallel_size", *v);
-      if (*given_dp < 1) bad(doc_, "comm_overlap.data_parallel_size", "a parallel size must be at least 1, got " + shown(*v));
+      if (*given_dp < 1)
+        bad(doc_, "comm_overlap.data_parallel_size", "a parallel size must be at least 1, got " + shown(*v));
     }
     if (opt_.world_size) {
       if (*opt_.world_size < 1 || *opt_.world_size % model_ranks != 0)
-        throw input_error("--world-size " + std::to_string(*opt_.world_size) + " is not a multiple of tp x pp x cp = " +
-                          std::to_string(model_ranks) + " (Bridge: world size not divisible by total model size, DP-4)");
+        throw input_error("--world-size " + std::to_string(*opt_.world_size) +
+                          " is not a multiple of tp x pp x cp = " + std::to_string(model_ranks) +
+                          " (Bridge: world size not divisible by total model size, DP-4)");
       s_.data_parallel_size = static_cast<int>(*opt_.world_size / model_ranks);
       out_.path_of["data_parallel_size"] = "--world-size";
       notes_.push_back("data_parallel_size = " + std::to_string(s_.data_parallel_size) + " = world size " +
@@ -495,8 +527,9 @@ class config_reader {
       throw input_error("world size needed: give --world-size N (the job's GPUs; dp = N / (tp x pp x cp = " +
                         std::to_string(model_ranks) + "), as Bridge derives it) or comm_overlap.data_parallel_size");
     } else {
-      notes_.push_back("data_parallel_size = 1: give --world-size N (dp = N / (tp x pp x cp), as Bridge derives it) or "
-                       "comm_overlap.data_parallel_size");
+      notes_.push_back(
+          "data_parallel_size = 1: give --world-size N (dp = N / (tp x pp x cp), as Bridge derives it) or "
+          "comm_overlap.data_parallel_size");
     }
   }
 
@@ -505,8 +538,9 @@ class config_reader {
     if (out_.global_batch_size <= 0) return;
     const long per_step = long{out_.workload.micro_batch_size} * s_.data_parallel_size;
     if (per_step > 0 && out_.global_batch_size % per_step != 0)
-      bad(doc_, "train.global_batch_size", "global_batch_size " + std::to_string(out_.global_batch_size) +
-                                               " is not a multiple of micro_batch_size x dp = " + std::to_string(per_step));
+      bad(doc_, "train.global_batch_size",
+          "global_batch_size " + std::to_string(out_.global_batch_size) +
+              " is not a multiple of micro_batch_size x dp = " + std::to_string(per_step));
     if (per_step > 0) out_.workload.micro_batches = static_cast<int>(out_.global_batch_size / per_step);
   }
 
@@ -535,20 +569,23 @@ class config_reader {
         using T = std::remove_cvref_t<decltype(final_value)>;
         if (name != o.field) return;
         json now;
-        if constexpr (std::is_same_v<T, bool> || std::is_same_v<T, int>) now = final_value;
-        else if constexpr (std::is_same_v<T, std::optional<std::int64_t>>) now = final_value ? json(*final_value) : json();
-        else return;
+        if constexpr (std::is_same_v<T, bool> || std::is_same_v<T, int>)
+          now = final_value;
+        else if constexpr (std::is_same_v<T, std::optional<std::int64_t>>)
+          now = final_value ? json(*final_value) : json();
+        else
+          return;
         if (now != o.value)
-          notes_.push_back(o.path + " = " + shown(o.value) + " has no effect: " + o.why + ", so the run has " + o.field +
-                           " = " + shown(now));
+          notes_.push_back(o.path + " = " + shown(o.value) + " has no effect: " + o.why + ", so the run has " +
+                           o.field + " = " + shown(now));
       });
   }
 
   const document& doc_;
   const json& tree_;
   const read_options& opt_;
-  bridge_config out_;                        ///< what is read so far
-  ov::settings& s_ = out_.settings;          ///< its settings
+  bridge_config out_;                ///< what is read so far
+  ov::settings& s_ = out_.settings;  ///< its settings
   std::vector<std::string>& notes_ = out_.notes;
   std::vector<overwritten_value> overwritten_;  ///< what `pick` saw at places Bridge overwrites
 };

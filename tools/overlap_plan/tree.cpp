@@ -30,13 +30,11 @@ struct yaml_converter {
       throw input_error(doc.name + ": more than " + std::to_string(max_nodes) +
                         " values (YAML aliases expanding?); not a Bridge config");
     if (depth > max_depth)
-      throw input_error(mark(n) + ": nested deeper than " + std::to_string(max_depth) +
-                        " levels; not a Bridge config");
+      throw input_error(mark(n) + ": nested deeper than " + std::to_string(max_depth) + " levels; not a Bridge config");
     if (!path.empty()) doc.where[path] = mark(n);
     switch (n.Type()) {
       case YAML::NodeType::Null:
-      case YAML::NodeType::Undefined:
-        return nullptr;
+      case YAML::NodeType::Undefined: return nullptr;
       case YAML::NodeType::Scalar:
         // Quoted scalars (tag "!") are strings whatever they spell.
         if (n.Tag() == "!") return n.Scalar();
@@ -44,7 +42,8 @@ struct yaml_converter {
       case YAML::NodeType::Sequence: {
         json out = json::array();
         std::size_t i = 0;
-        for (const YAML::Node& item : n) out.push_back(convert(item, path + "[" + std::to_string(i++) + "]", depth + 1));
+        for (const YAML::Node& item : n)
+          out.push_back(convert(item, path + "[" + std::to_string(i++) + "]", depth + 1));
         return out;
       }
       case YAML::NodeType::Map: {
@@ -112,8 +111,10 @@ void emit_yaml(YAML::Emitter& out, const json& v) {
     // Plain where YAML reads it back as the same string, quoted where it would not ("true", "4").
     const std::string& text = v.get_ref<const std::string&>();
     const json plain = detail::plain_scalar(text);
-    if (plain.is_string() && plain.get_ref<const std::string&>() == text) out << text;
-    else out << YAML::DoubleQuoted << text;
+    if (plain.is_string() && plain.get_ref<const std::string&>() == text)
+      out << text;
+    else
+      out << YAML::DoubleQuoted << text;
   } else if (v.is_boolean()) {
     out << YAML::TrueFalseBool << YAML::LowerCase << v.get<bool>();
   } else if (v.is_number_integer()) {
@@ -158,8 +159,8 @@ document parse_text(std::string_view text, const std::string& name, bool as_json
     } catch (const json::parse_error& e) {
       const std::string what = e.what();
       const auto colon = what.find("syntax error");
-      throw input_error(name + ":" + detail::line_column(text, e.byte == 0 ? 0 : e.byte - 1) + ": invalid JSON: " +
-                        (colon == std::string::npos ? what : what.substr(colon)));
+      throw input_error(name + ":" + detail::line_column(text, e.byte == 0 ? 0 : e.byte - 1) +
+                        ": invalid JSON: " + (colon == std::string::npos ? what : what.substr(colon)));
     } catch (const json::exception& e) {  // e.g. a number too large for a double
       const std::string what = e.what();
       const auto bracket = what.find("] ");
@@ -246,7 +247,8 @@ void apply_override(document& doc, std::string_view text, override_mode mode) {
   const std::string path(text.substr(0, eq));
   if (path.empty() || path.front() == '.' || path.back() == '.' || path.find("..") != std::string::npos)
     throw input_error(where + ": " + quote_text(path) + " is not a dotted field path");
-  const auto absent = [&](const json& section, const std::string& prefix, const std::string& key, const std::string& at) {
+  const auto absent = [&](const json& section, const std::string& prefix, const std::string& key,
+                          const std::string& at) {
     return input_error(where + ": the config has no " + quote_text(at) + detail::closest_keys(section, prefix, key) +
                        (op == remove ? "" : " (+" + path + "=... adds a key, ++" + path + "=... sets or adds)"));
   };
@@ -288,8 +290,7 @@ void apply_override(document& doc, std::string_view text, override_mode mode) {
     if (!holds && (op == set || op == remove)) throw absent(*node, prefix, key, prefix + key);
     json& next = (*node)[key];
     if (next.is_null()) next = json::object();
-    if (!next.is_object())
-      throw input_error(where + ": " + prefix + key + " is " + shown(next) + ", not a section");
+    if (!next.is_object()) throw input_error(where + ": " + prefix + key + " is " + shown(next) + ", not a section");
     node = &next;
     start = dot + 1;
   }

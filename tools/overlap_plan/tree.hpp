@@ -52,8 +52,10 @@ inline std::string quote_text(std::string_view s) {
   std::string out = "\"";
   for (std::size_t i = 0; i < s.size() && i < 60; ++i) {
     const auto c = static_cast<unsigned char>(s[i]);
-    if (c == '"' || c == '\\') (out += '\\') += static_cast<char>(c);
-    else if (c >= 0x20 && c < 0x7f) out += static_cast<char>(c);
+    if (c == '"' || c == '\\')
+      (out += '\\') += static_cast<char>(c);
+    else if (c >= 0x20 && c < 0x7f)
+      out += static_cast<char>(c);
     else {
       char buf[8];
       std::snprintf(buf, sizeof buf, "\\x%02x", c);
@@ -94,8 +96,7 @@ inline json plain_scalar(const std::string& s) {
     const char* first = s.data() + (s[0] == '+' ? 1 : 0);
     const char* last = s.data() + s.size();
     const auto [end, ec] = std::from_chars(first, last, v);
-    if (end == last && first != last && ec == std::errc{} &&
-        s.find_first_of("0123456789") != std::string::npos)
+    if (end == last && first != last && ec == std::errc{} && s.find_first_of("0123456789") != std::string::npos)
       return v;
   }
   return s;

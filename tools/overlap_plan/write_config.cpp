@@ -24,12 +24,15 @@ json write_config(const ov::settings& s, const ov::schedule::workload* w) {
       put(tree, "model.bf16", member == ov::dtype::bf16);
       put(tree, "model.fp16", member == ov::dtype::fp16);
     } else if constexpr (std::is_same_v<T, bool>) {
-      if (field == "use_dist_ckpt") put(tree, "checkpoint.ckpt_format", member ? "torch_dist" : "torch");
-      else put(tree, path, member);
+      if (field == "use_dist_ckpt")
+        put(tree, "checkpoint.ckpt_format", member ? "torch_dist" : "torch");
+      else
+        put(tree, path, member);
     } else if constexpr (is_optional<T>::value) {
       if (!member) return;
       using V = typename T::value_type;
-      if constexpr (std::is_enum_v<V>) put(tree, path, std::string(ov::to_string(*member)));
+      if constexpr (std::is_enum_v<V>)
+        put(tree, path, std::string(ov::to_string(*member)));
       else if constexpr (std::is_same_v<V, ov::ub::user_config>) {
         if (!member->preset_name.empty()) {
           put(tree, path, std::string(member->preset_name));
@@ -52,8 +55,9 @@ json write_config(const ov::settings& s, const ov::schedule::workload* w) {
   });
   if (s.gpu) put(tree, "overlap_plan.gpu", std::string(ov::to_string(*s.gpu)));
   if (s.te_version)
-    put(tree, "overlap_plan.te_version", std::to_string(s.te_version->major) + "." + std::to_string(s.te_version->minor) +
-                                             "." + std::to_string(s.te_version->patch));
+    put(tree, "overlap_plan.te_version",
+        std::to_string(s.te_version->major) + "." + std::to_string(s.te_version->minor) + "." +
+            std::to_string(s.te_version->patch));
   if (s.cuda_device_max_connections) put(tree, "env_vars.CUDA_DEVICE_MAX_CONNECTIONS", *s.cuda_device_max_connections);
   if (s.layernorm_sm_margin) {
     put(tree, "env_vars.NVTE_FWD_LAYERNORM_SM_MARGIN", *s.layernorm_sm_margin);
@@ -63,10 +67,14 @@ json write_config(const ov::settings& s, const ov::schedule::workload* w) {
     ov::reflect::for_each_field(*w, [&](std::string_view field, const auto& member) {
       using T = std::remove_cvref_t<decltype(member)>;
       if (field == "micro_batches") return;
-      const std::string path = field == "micro_batch_size" ? "train.micro_batch_size" : "model." + std::string(detail::bridge_name(field));
-      if constexpr (std::is_same_v<T, std::string>) put(tree, path, member.empty() ? json() : json(member));
-      else if constexpr (std::is_same_v<T, int>) put(tree, path, member == 0 && field.find("pipeline_s") != std::string_view::npos ? json() : json(member));
-      else put(tree, path, member);
+      const std::string path =
+          field == "micro_batch_size" ? "train.micro_batch_size" : "model." + std::string(detail::bridge_name(field));
+      if constexpr (std::is_same_v<T, std::string>)
+        put(tree, path, member.empty() ? json() : json(member));
+      else if constexpr (std::is_same_v<T, int>)
+        put(tree, path, member == 0 && field.find("pipeline_s") != std::string_view::npos ? json() : json(member));
+      else
+        put(tree, path, member);
     });
     put(tree, "train.global_batch_size", w->micro_batches * w->micro_batch_size * s.data_parallel_size);
   }

@@ -75,8 +75,10 @@ inline int check_step_on_gpu(const std::string& profile_path, int iterations) {
   const auto compute = [&](const sc::op& o, cudaStream_t stream) {
     const kernel_plan k = plan_of(o);
     for (const sc::gemm_shape& g : k.problems) {
-      if (g.groups == 1) blas.dense(g.m, g.n, g.k, xs.data, ws.data, ys.data, stream);
-      else blas.grouped(g.groups, g.m, g.n, g.k, xs.data, ws.data, ys.data, stream);
+      if (g.groups == 1)
+        blas.dense(g.m, g.n, g.k, xs.data, ws.data, ys.data, stream);
+      else
+        blas.grouped(g.groups, g.m, g.n, g.k, xs.data, ws.data, ys.data, stream);
     }
     if (k.copy_bytes >= 32) overlap_profile::copy(from.data, to.data, round16(k.copy_bytes / 2), whole_gpu, stream);
   };
@@ -85,22 +87,22 @@ inline int check_step_on_gpu(const std::string& profile_path, int iterations) {
   };
   double overlapped = 0, serialized = 0;
   {
-    overlap::cuda::executor exec(s.overlapped, check_resources<overlap::cuda::cuda_api>(s, s.overlapped, compute,
-                                                                                       communicate, m.comm_sms));
+    overlap::cuda::executor exec(
+        s.overlapped, check_resources<overlap::cuda::cuda_api>(s, s.overlapped, compute, communicate, m.comm_sms));
     overlapped = step_ms(exec, iterations);
   }
   {
-    overlap::cuda::executor exec(s.serialized, check_resources<overlap::cuda::cuda_api>(s, s.serialized, compute,
-                                                                                       communicate, m.comm_sms));
+    overlap::cuda::executor exec(
+        s.serialized, check_resources<overlap::cuda::cuda_api>(s, s.serialized, compute, communicate, m.comm_sms));
     serialized = step_ms(exec, iterations);
   }
-  std::printf("{\"profile\": \"%s\", \"connections\": %d, \"ops\": %zu, \"overlapped_ms\": %.4f, "
-              "\"serialized_ms\": %.4f, \"overlapped_over_serialized\": %.4f, \"predicted_overlapped_ms\": %.4f, "
-              "\"predicted_serialized_ms\": %.4f, \"predicted_over_measured_overlapped\": %.4f, "
-              "\"predicted_over_measured_serialized\": %.4f}\n",
-              profile_path.c_str(), connections, s.overlapped.ops.size(), overlapped, serialized,
-              overlapped / serialized, predicted_overlapped, predicted_serialized, predicted_overlapped / overlapped,
-              predicted_serialized / serialized);
+  std::printf(
+      "{\"profile\": \"%s\", \"connections\": %d, \"ops\": %zu, \"overlapped_ms\": %.4f, "
+      "\"serialized_ms\": %.4f, \"overlapped_over_serialized\": %.4f, \"predicted_overlapped_ms\": %.4f, "
+      "\"predicted_serialized_ms\": %.4f, \"predicted_over_measured_overlapped\": %.4f, "
+      "\"predicted_over_measured_serialized\": %.4f}\n",
+      profile_path.c_str(), connections, s.overlapped.ops.size(), overlapped, serialized, overlapped / serialized,
+      predicted_overlapped, predicted_serialized, predicted_overlapped / overlapped, predicted_serialized / serialized);
   return 0;
 }
 

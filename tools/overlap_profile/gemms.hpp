@@ -57,12 +57,12 @@ class gemms {
                void* y, cudaStream_t stream) {
     const float alpha = 1, beta = 0;
     cublas_ok(cublasSetStream(blas_, stream), "cublasSetStream");
-    cublas_ok(cublasGemmStridedBatchedEx(blas_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(n), static_cast<int>(m),
-                                         static_cast<int>(k), &alpha, w, CUDA_R_16BF, static_cast<int>(k), n * k, x,
-                                         CUDA_R_16BF, static_cast<int>(k), m * k, &beta, y, CUDA_R_16BF,
-                                         static_cast<int>(n), m * n, static_cast<int>(groups), CUBLAS_COMPUTE_32F,
-                                         CUBLAS_GEMM_DEFAULT),
-              "cublasGemmStridedBatchedEx");
+    cublas_ok(
+        cublasGemmStridedBatchedEx(blas_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(n), static_cast<int>(m),
+                                   static_cast<int>(k), &alpha, w, CUDA_R_16BF, static_cast<int>(k), n * k, x,
+                                   CUDA_R_16BF, static_cast<int>(k), m * k, &beta, y, CUDA_R_16BF, static_cast<int>(n),
+                                   m * n, static_cast<int>(groups), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+        "cublasGemmStridedBatchedEx");
   }
 
  private:

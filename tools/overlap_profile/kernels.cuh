@@ -37,8 +37,7 @@ __device__ inline unsigned sm_id() {
 
 /// Copies `n16` 16-byte words from `from` to `to` with a grid-stride loop; CTA b writes its stamp
 /// to `stamps[b]` when `stamps` is not null.
-__global__ void copy_kernel(const int4* __restrict__ from, int4* __restrict__ to, std::size_t n16,
-                            cta_stamp* stamps) {
+__global__ void copy_kernel(const int4* __restrict__ from, int4* __restrict__ to, std::size_t n16, cta_stamp* stamps) {
   const unsigned long long start = global_ns();
   const std::size_t stride = std::size_t{gridDim.x} * blockDim.x;
   for (std::size_t i = std::size_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n16; i += stride) to[i] = from[i];

@@ -82,9 +82,10 @@ int run(const std::string& out, bool quick) {
     say("done");
   }
   cuda_ok(cudaStreamDestroy(s), "cudaStreamDestroy");
-  p.source = "overlap-profile on device 0 (" + std::string(props.name) + ", " + std::to_string(props.multiProcessorCount) +
-             " SMs, compute capability " + std::to_string(props.major) + "." + std::to_string(props.minor) +
-             "), CUDA runtime " + std::to_string(CUDART_VERSION) + (quick ? ", --quick" : "");
+  p.source = "overlap-profile on device 0 (" + std::string(props.name) + ", " +
+             std::to_string(props.multiProcessorCount) + " SMs, compute capability " + std::to_string(props.major) +
+             "." + std::to_string(props.minor) + "), CUDA runtime " + std::to_string(CUDART_VERSION) +
+             (quick ? ", --quick" : "");
   const std::string text = overlap::sim::to_json(p).dump(1) + "\n";
   if (out.empty()) {
     std::cout << text;

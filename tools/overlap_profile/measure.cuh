@@ -104,9 +104,9 @@ inline std::vector<overlap::sim::grouped_gemm_entry> measure_grouped(gemms& blas
   struct model {
     std::int64_t hidden, ffn, experts, topk;
   };
-  const std::vector<model> models = quick ? std::vector<model>{{2880, 2880, 128, 4}}
-                                          : std::vector<model>{{7168, 2048, 256, 8}, {2880, 2880, 128, 4},
-                                                               {2048, 768, 128, 8}};
+  const std::vector<model> models =
+      quick ? std::vector<model>{{2880, 2880, 128, 4}}
+            : std::vector<model>{{7168, 2048, 256, 8}, {2880, 2880, 128, 4}, {2048, 768, 128, 8}};
   std::vector<overlap::sim::grouped_gemm_entry> out;
   for (const model& mo : models)
     for (std::int64_t ep = 1; ep <= (quick ? 2 : 64); ep *= 2) {
@@ -136,9 +136,8 @@ inline std::vector<overlap::sim::grouped_gemm_entry> measure_grouped(gemms& blas
 inline double measure_memory(timer& t, cudaStream_t s) {
   const std::size_t bytes = std::size_t{2} << 30;
   device_buffer from(bytes), to(bytes);
-  const double us = t.median([&] {
-    cuda_ok(cudaMemcpyAsync(to.data, from.data, bytes, cudaMemcpyDeviceToDevice, s), "cudaMemcpyAsync");
-  });
+  const double us = t.median(
+      [&] { cuda_ok(cudaMemcpyAsync(to.data, from.data, bytes, cudaMemcpyDeviceToDevice, s), "cudaMemcpyAsync"); });
   return 2.0 * static_cast<double>(bytes) / us;
 }
 
@@ -272,8 +271,10 @@ inline overlap::sim::concurrency_probe measure_concurrency(gemms& blas, cudaStre
       if (copy_first) gemm();
       cuda_ok(cudaEventRecord(join, copy_stream), "cudaEventRecord");
       cuda_ok(cudaStreamWaitEvent(gemm_stream, join), "cudaStreamWaitEvent");
-      if (rep >= 2) runs.push_back(read_stamps(stamps, ctas));
-      else cuda_ok(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+      if (rep >= 2)
+        runs.push_back(read_stamps(stamps, ctas));
+      else
+        cuda_ok(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
     }
     std::sort(runs.begin(), runs.end(), [](const copy_run& a, const copy_run& b) { return a.us < b.us; });
     return runs[runs.size() / 2];

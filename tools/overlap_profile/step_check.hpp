@@ -48,8 +48,14 @@ struct one_gpu_step {
 /// one 2,048-token micro-batch, where the gradients' and parameters' transfers take about an
 /// eighth of the serialized step (on the H200 profile: 26.9 ms serialized, 23.5 overlapped).
 inline sc::workload check_workload() {
-  return {.num_layers = 4, .micro_batches = 1, .seq_length = 2048, .hidden_size = 4096, .ffn_hidden_size = 14336,
-          .num_attention_heads = 32, .num_query_groups = 8, .vocab_size = 32000};
+  return {.num_layers = 4,
+          .micro_batches = 1,
+          .seq_length = 2048,
+          .hidden_size = 4096,
+          .ffn_hidden_size = 14336,
+          .num_attention_heads = 32,
+          .num_query_groups = 8,
+          .vocab_size = 32000};
 }
 using check_config = overlap::config<overlap::dp<2>, overlap::distributed_optimizer<>, overlap::overlap_grad_reduce<>,
                                      overlap::overlap_param_gather<>, overlap::precision<overlap::dtype::bf16>>;
@@ -97,7 +103,7 @@ inline kernel_plan plan_of(const sc::op& o) {
       const auto products = overlap::sim::analytic_cost_model::expert_products(o);
       k.problems.assign(products.begin(), products.end());
     } else if (overlap::sim::analytic_cost_model::core_attention(o.key.type)) {
-      const std::int64_t keys = std::max<std::int64_t>(1, g.n / 2);  // causal: half the keys
+      const std::int64_t keys = std::max<std::int64_t>(1, g.n / 2);                    // causal: half the keys
       const std::int64_t passes = o.key.type == sc::op_type::attn_core_bprop ? 2 : 1;  // ~2.5 forwards
       for (std::int64_t i = 0; i < passes; ++i) {
         k.problems.push_back({g.m, keys, g.k, g.groups});  // Q K^T
@@ -121,8 +127,8 @@ class check_cost : public overlap::sim::adjusted_cost_model {
     if (p == nullptr || p->concurrency.copy_ctas <= 0)
       throw std::invalid_argument("check_cost: the machine needs a profile with its copy-kernel probe");
     // The probe's copy: 512 MiB read and written by copy_ctas CTAs.
-    per_cta_ = 2.0 * static_cast<double>(std::int64_t{512} << 20) / p->concurrency.copy_alone_us /
-               p->concurrency.copy_ctas;
+    per_cta_ =
+        2.0 * static_cast<double>(std::int64_t{512} << 20) / p->concurrency.copy_alone_us / p->concurrency.copy_ctas;
   }
 
   double compute_us(const sc::op& o, int sms) const override {
@@ -132,7 +138,8 @@ class check_cost : public overlap::sim::adjusted_cost_model {
     for (const sc::gemm_shape& g : k.problems) {
       const auto m = static_cast<double>(g.m), n = static_cast<double>(g.n), kk = static_cast<double>(g.k);
       // Rows per group: an expert's tokens (its weight gradient's k), else the product's m.
-      const double rows = overlap::sim::analytic_cost_model::routed_experts(o.key.type) ? static_cast<double>(o.gemm.m) : m;
+      const double rows =
+          overlap::sim::analytic_cost_model::routed_experts(o.key.type) ? static_cast<double>(o.gemm.m) : m;
       us += g.groups == 1 ? p.gemm_us(m, n, kk) : p.grouped_us(static_cast<double>(g.groups), m, n, kk, rows);
     }
     return us * machine().sms / std::max(1, sms);

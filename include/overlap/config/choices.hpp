@@ -13,8 +13,7 @@ struct moe_token_dispatcher_type : detail::value_option<&settings::moe_token_dis
 /// The flex dispatcher's backend. Needs the flex dispatcher (FX-11) and a MoE model (FX-1); deepep is
 /// not for gb200/gb300 (FX-3) nor with moe_pad_expert_input_to_capacity (FX-10).
 template <flex_backend B>
-struct moe_flex_dispatcher_backend
-    : detail::value_option<&settings::moe_flex_dispatcher_backend, B> {};
+struct moe_flex_dispatcher_backend : detail::value_option<&settings::moe_flex_dispatcher_backend, B> {};
 /// The parameter dtype (default fp32). EP overlap needs bf16 or fp16 (EP-4).
 template <dtype T>
 struct precision : detail::value_option<&settings::precision, T> {};
@@ -32,8 +31,7 @@ template <gpu_model G>
 struct gpu : detail::value_option<&settings::gpu, G> {};
 /// How TP userbuffers bootstrap (default nccl).
 template <bootstrap B>
-struct tp_comm_bootstrap_backend
-    : detail::value_option<&settings::tp_comm_bootstrap_backend, B> {};
+struct tp_comm_bootstrap_backend : detail::value_option<&settings::tp_comm_bootstrap_backend, B> {};
 
 /// Modules to recompute. module::moe excludes EP overlap (EP-10); module::shared_experts excludes
 /// moe_shared_expert_overlap under selective recompute (SE-2).

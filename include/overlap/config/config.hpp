@@ -63,9 +63,8 @@ struct config {
   static_assert(sizeof(detail::rule_asserts::OPT_1<pack::unique_fields, failing<pack::unique_fields>>));
   static_assert(sizeof(detail::rule_asserts::OPT_2<pack::all_options, failing<pack::all_options>>));
   static_assert(sizeof(detail::rule_asserts::OPT_3<pack::all_in_domain, failing<pack::all_in_domain>>));
-#define OVERLAP_ERROR(name, text, ...)                                                         \
-  static constexpr bool name##_ok =                                                            \
-      !pack::options_ok || !rules::conditions::name(pack::value, pack::resolved);              \
+#define OVERLAP_ERROR(name, text, ...)                                                                          \
+  static constexpr bool name##_ok = !pack::options_ok || !rules::conditions::name(pack::value, pack::resolved); \
   static_assert(sizeof(detail::rule_asserts::name<name##_ok, failing<name##_ok>>));
 #define OVERLAP_ERROR_UPSTREAM_RUNS(name, how, does, as_run, text, ...) OVERLAP_ERROR(name, text, __VA_ARGS__)
 #define OVERLAP_OPTION_ERROR(name, text, ...)

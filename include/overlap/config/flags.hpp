@@ -5,8 +5,8 @@
 
 #include <overlap/config/option.hpp>
 
-#define OVERLAP_FLAG(name)                                                           \
-  template <bool V = true>                                                           \
+#define OVERLAP_FLAG(name) \
+  template <bool V = true> \
   struct name : detail::value_option<&settings::name, V> {};
 
 namespace overlap {

@@ -13,8 +13,7 @@ template <int N>
 struct num_moe_experts : detail::value_option<&settings::num_moe_experts, N> {};
 /// FFN size of the shared experts (>= 1); absent means none. Needed by moe_shared_expert_overlap (SE-5).
 template <int N>
-struct moe_shared_expert_intermediate_size
-    : detail::value_option<&settings::moe_shared_expert_intermediate_size, N> {};
+struct moe_shared_expert_intermediate_size : detail::value_option<&settings::moe_shared_expert_intermediate_size, N> {};
 /// Multi-token-prediction layers (>= 0); EP overlap supports at most 1 (EP-12).
 template <int N>
 struct mtp_num_layers : detail::value_option<&settings::mtp_num_layers, N> {};
@@ -33,8 +32,7 @@ struct wgrad_deferral_limit : detail::value_option<&settings::wgrad_deferral_lim
 /// Pins CUDA_DEVICE_MAX_CONNECTIONS (1..32); otherwise derived (ENV-6). Must be 1 with TP/CP on a
 /// pre-Blackwell GPU without EP overlap (ENV-1).
 template <int N>
-struct cuda_device_max_connections
-    : detail::value_option<&settings::cuda_device_max_connections, N> {};
+struct cuda_device_max_connections : detail::value_option<&settings::cuda_device_max_connections, N> {};
 /// SMs reserved from TE's persistent LayerNorm for DP collectives (>= 0); otherwise derived (DP-19).
 template <int N>
 struct layernorm_sm_margin : detail::value_option<&settings::layernorm_sm_margin, N> {};

@@ -45,8 +45,7 @@ struct option_pack {
   static constexpr bool all_options = (option<Options> && ...);
   /// OPT-1: no field is set twice.
   static constexpr bool unique_fields =
-      ((occurrences<typename field_of<Options>::type, typename field_of<Options>::type...> == 1) &&
-       ...);
+      ((occurrences<typename field_of<Options>::type, typename field_of<Options>::type...> == 1) && ...);
   /// OPT-3: every option's value is in its domain.
   static constexpr bool all_in_domain = (option_in_domain<Options> && ...);
   /// No option rule fires: the settings value below is meaningful.

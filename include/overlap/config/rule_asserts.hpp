@@ -10,10 +10,10 @@
 
 namespace overlap::detail::rule_asserts {
 
-#define OVERLAP_ASSERT(name, text, ...)  \
-  template <bool Ok, class Pack>         \
-  struct name {                          \
-    static_assert(Ok, text);             \
+#define OVERLAP_ASSERT(name, text, ...) \
+  template <bool Ok, class Pack>        \
+  struct name {                         \
+    static_assert(Ok, text);            \
   };
 #define OVERLAP_OPTION_ERROR OVERLAP_ASSERT
 #define OVERLAP_ERROR OVERLAP_ASSERT

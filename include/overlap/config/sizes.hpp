@@ -11,13 +11,12 @@ template <int N>
 struct tensor_model_parallel_size : detail::value_option<&settings::tensor_model_parallel_size, N> {};
 /// Pipeline-parallel size (default 1). `vpp` needs it > 1 (L-2); p2p flags need it > 1 (PP-16).
 template <int N>
-struct pipeline_model_parallel_size
-    : detail::value_option<&settings::pipeline_model_parallel_size, N> {};
+struct pipeline_model_parallel_size : detail::value_option<&settings::pipeline_model_parallel_size, N> {};
 /// Virtual pipeline stages per rank, >= 2 (unset: no interleaving). Needs pp > 1 (L-2); with pp == 2
 /// it needs overlap_p2p_comm (PP-8). Turns on overlap_p2p_comm (PP-1) and align_param_gather (DP-2).
 template <int N>
-struct virtual_pipeline_model_parallel_size
-    : detail::value_option<&settings::virtual_pipeline_model_parallel_size, N> {};
+struct virtual_pipeline_model_parallel_size : detail::value_option<&settings::virtual_pipeline_model_parallel_size, N> {
+};
 /// Context-parallel size (default 1).
 template <int N>
 struct context_parallel_size : detail::value_option<&settings::context_parallel_size, N> {};
@@ -30,8 +29,7 @@ template <int N>
 struct expert_model_parallel_size : detail::value_option<&settings::expert_model_parallel_size, N> {};
 /// Expert tensor-parallel size (default: tp). See L-3.
 template <int N>
-struct expert_tensor_parallel_size
-    : detail::value_option<&settings::expert_tensor_parallel_size, N> {};
+struct expert_tensor_parallel_size : detail::value_option<&settings::expert_tensor_parallel_size, N> {};
 
 /// Short for `tensor_model_parallel_size<N>`.
 template <int N>

@@ -14,9 +14,8 @@ namespace ub {
 
 /// Bulk overlap: the collective runs on a side stream next to an independent GEMM.
 /// Defaults are TE-6's. `AtomicGemm` has no effect here (TE-4).
-template <int NumSm = default_knobs(method::bulk).num_sm,
-          int CgaSize = default_knobs(method::bulk).cga_size, bool SetSmMargin = false,
-          bool AtomicGemm = false>
+template <int NumSm = default_knobs(method::bulk).num_sm, int CgaSize = default_knobs(method::bulk).cga_size,
+          bool SetSmMargin = false, bool AtomicGemm = false>
 struct bulk {
   static constexpr slot value{.method = method::bulk,
                               .num_sm = NumSm,
@@ -28,8 +27,8 @@ struct bulk {
 /// Ring-exchange overlap: chunk i+1 moves while chunk i is multiplied. Defaults are TE-6's.
 /// `AtomicGemm` needs fp8 (TE-3) and the same choice on the paired slot (TE-5).
 template <int NumSm = default_knobs(method::ring_exchange).num_sm,
-          int CgaSize = default_knobs(method::ring_exchange).cga_size, bool SetSmMargin = false,
-          bool Aggregate = false, bool Fp8Buf = false, bool AtomicGemm = false>
+          int CgaSize = default_knobs(method::ring_exchange).cga_size, bool SetSmMargin = false, bool Aggregate = false,
+          bool Fp8Buf = false, bool AtomicGemm = false>
 struct ring_exchange {
   static constexpr slot value{.method = method::ring_exchange,
                               .num_sm = NumSm,
@@ -42,10 +41,9 @@ struct ring_exchange {
 
 /// Pipelined split: the GEMM is cut into `NumSplits` chunks, each reduce-scattered as it completes.
 /// Only on reduce-scatter slots (TE-1). Defaults are TE-6's.
-template <int NumSm = default_knobs(method::pipeline).num_sm,
-          int CgaSize = default_knobs(method::pipeline).cga_size,
-          int NumSplits = default_knobs(method::pipeline).num_splits, bool SetSmMargin = false,
-          bool Fp8Buf = false, bool AtomicGemm = false>
+template <int NumSm = default_knobs(method::pipeline).num_sm, int CgaSize = default_knobs(method::pipeline).cga_size,
+          int NumSplits = default_knobs(method::pipeline).num_splits, bool SetSmMargin = false, bool Fp8Buf = false,
+          bool AtomicGemm = false>
 struct pipeline {
   static constexpr slot value{.method = method::pipeline,
                               .num_sm = NumSm,
@@ -59,16 +57,21 @@ struct pipeline {
 /// `P` declares at least one GEMM slot, and every slot it declares is a `ub::bulk`,
 /// `ub::ring_exchange` or `ub::pipeline` (a struct whose aliases are all misspelled is no config).
 template <class P>
-inline constexpr bool is_user_config =
-    (0
-#define OVERLAP_UB_COUNT(name) +int{requires { typename P::name; }}
-     OVERLAP_UB_SLOTS(OVERLAP_UB_COUNT)
+inline constexpr bool is_user_config = (0
+#define OVERLAP_UB_COUNT(name)     \
+  +int {                           \
+    requires { typename P::name; } \
+  }
+                                        OVERLAP_UB_SLOTS(OVERLAP_UB_COUNT)
 #undef OVERLAP_UB_COUNT
-     ) > 0
-#define OVERLAP_UB_WELL_FORMED(name)  \
-  &&(!requires { typename P::name; } || \
-     requires { { P::name::value } -> std::convertible_to<slot>; })
-    OVERLAP_UB_SLOTS(OVERLAP_UB_WELL_FORMED)
+                                            ) > 0
+#define OVERLAP_UB_WELL_FORMED(name)                     \
+  &&(                                                    \
+      !requires { typename P::name; } ||                 \
+      requires {                                         \
+        { P::name::value } -> std::convertible_to<slot>; \
+      })
+                                       OVERLAP_UB_SLOTS(OVERLAP_UB_WELL_FORMED)
 #undef OVERLAP_UB_WELL_FORMED
     ;
 
@@ -98,7 +101,7 @@ template <class P>
 struct tp_comm_overlap_cfg {};
 
 template <class P>
-  requires ub::is_user_config<P>
+requires ub::is_user_config<P>
 struct tp_comm_overlap_cfg<P> {
   using overlap_field = detail::field_key<&settings::tp_comm_overlap_cfg>;
   static constexpr void apply(settings& s) { s.tp_comm_overlap_cfg = ub::user_config_of<P>(); }

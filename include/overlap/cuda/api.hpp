@@ -18,14 +18,11 @@ namespace overlap::cuda {
 template <class Api>
 concept executor_api = requires(typename Api::stream_t stream, typename Api::stream_t* stream_out,
                                 typename Api::event_t event, typename Api::event_t* event_out,
-                                typename Api::comm_t comm, typename Api::dtype_t dtype,
-                                typename Api::graph_t graph, typename Api::graph_t* graph_out,
-                                typename Api::graph_exec_t exec,
-                                typename Api::graph_exec_t* exec_out,
-                                typename Api::cuda_status_t cuda_status,
-                                typename Api::nccl_status_t nccl_status,
-                                typename Api::nccl_status_t* nccl_status_out, const void* in,
-                                void* out, std::size_t count, int value, int* int_out,
+                                typename Api::comm_t comm, typename Api::dtype_t dtype, typename Api::graph_t graph,
+                                typename Api::graph_t* graph_out, typename Api::graph_exec_t exec,
+                                typename Api::graph_exec_t* exec_out, typename Api::cuda_status_t cuda_status,
+                                typename Api::nccl_status_t nccl_status, typename Api::nccl_status_t* nccl_status_out,
+                                const void* in, void* out, std::size_t count, int value, int* int_out,
                                 float* float_out) {
   // Statuses the executor tells apart: success, "not finished yet" for stream queries, and
   // NCCL's "still being enqueued" for non-blocking communicators.

@@ -48,7 +48,8 @@ struct kernel_binding {
 /// every op of those types, with the op's key and the CUDA stream the program assigns.
 template <op_type... Types, class F>
 constexpr kernel_binding<std::decay_t<F>, Types...> on(F&& kernel) {
-  static_assert(sizeof...(Types) > 0, "[EXEC-BIND] cuda::on<>() names no op type; write cuda::on<op_type::fc1_fprop>(f)");
+  static_assert(sizeof...(Types) > 0,
+                "[EXEC-BIND] cuda::on<>() names no op type; write cuda::on<op_type::fc1_fprop>(f)");
   return {std::forward<F>(kernel)};
 }
 
@@ -105,14 +106,13 @@ constexpr kernel_bindings<Bindings...> kernels_for(Bindings... bindings) {
   constexpr auto times_bound = [](op_type t) { return (Bindings::count(t) + ... + 0u); };
   // The op type table itself is the list of types to look at: one `if constexpr` per type keeps
   // the diagnostic one instantiation deep.
-#define OVERLAP_CHECK_BINDING(type, kind, fam)                                                   \
-  if constexpr (schedule::kind_of(op_type::type) == schedule::op_kind::compute &&                \
-                emitted.contains(op_type::type) && times_bound(op_type::type) == 0)              \
-    static_cast<void>(sizeof(kernel_missing_for<detail::dependent<Schedule>(op_type::type)>));   \
-  if constexpr (times_bound(op_type::type) > 1)                                                  \
-    static_cast<void>(sizeof(kernel_bound_twice<detail::dependent<Schedule>(op_type::type)>));   \
-  if constexpr (schedule::kind_of(op_type::type) != schedule::op_kind::compute &&                \
-                times_bound(op_type::type) > 0)                                                  \
+#define OVERLAP_CHECK_BINDING(type, kind, fam)                                                                       \
+  if constexpr (schedule::kind_of(op_type::type) == schedule::op_kind::compute && emitted.contains(op_type::type) && \
+                times_bound(op_type::type) == 0)                                                                     \
+    static_cast<void>(sizeof(kernel_missing_for<detail::dependent<Schedule>(op_type::type)>));                       \
+  if constexpr (times_bound(op_type::type) > 1)                                                                      \
+    static_cast<void>(sizeof(kernel_bound_twice<detail::dependent<Schedule>(op_type::type)>));                       \
+  if constexpr (schedule::kind_of(op_type::type) != schedule::op_kind::compute && times_bound(op_type::type) > 0)    \
     static_cast<void>(sizeof(kernel_for_communication<detail::dependent<Schedule>(op_type::type)>));
   OVERLAP_OP_TYPES(OVERLAP_CHECK_BINDING)
 #undef OVERLAP_CHECK_BINDING

@@ -36,9 +36,7 @@ struct cuda_api {
   static cudaError_t stream_destroy(cudaStream_t s) { return cudaStreamDestroy(s); }
   static cudaError_t stream_query(cudaStream_t s) { return cudaStreamQuery(s); }
   /// Timing off: the program's events only order streams, and timing makes records dearer.
-  static cudaError_t event_create(cudaEvent_t* e) {
-    return cudaEventCreateWithFlags(e, cudaEventDisableTiming);
-  }
+  static cudaError_t event_create(cudaEvent_t* e) { return cudaEventCreateWithFlags(e, cudaEventDisableTiming); }
   /// Timing on: only the timing mode's own events, recorded around the ops it times.
   static cudaError_t timing_event_create(cudaEvent_t* e) { return cudaEventCreateWithFlags(e, cudaEventDefault); }
   static cudaError_t event_elapsed_ms(float* ms, cudaEvent_t start, cudaEvent_t end) {
@@ -46,15 +44,11 @@ struct cuda_api {
   }
   static cudaError_t event_destroy(cudaEvent_t e) { return cudaEventDestroy(e); }
   static cudaError_t event_record(cudaEvent_t e, cudaStream_t s) { return cudaEventRecord(e, s); }
-  static cudaError_t stream_wait_event(cudaStream_t s, cudaEvent_t e) {
-    return cudaStreamWaitEvent(s, e, 0);
-  }
+  static cudaError_t stream_wait_event(cudaStream_t s, cudaEvent_t e) { return cudaStreamWaitEvent(s, e, 0); }
   static cudaError_t event_query(cudaEvent_t e) { return cudaEventQuery(e); }
   static cudaError_t get_last_error() { return cudaGetLastError(); }
   /// Relaxed: other threads of the trainer may keep calling the runtime while a step is captured.
-  static cudaError_t begin_capture(cudaStream_t s) {
-    return cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed);
-  }
+  static cudaError_t begin_capture(cudaStream_t s) { return cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed); }
   static cudaError_t end_capture(cudaStream_t s, cudaGraph_t* g) { return cudaStreamEndCapture(s, g); }
   static cudaError_t graph_instantiate(cudaGraphExec_t* exec, cudaGraph_t g) {
     return cudaGraphInstantiate(exec, g, 0);
@@ -67,31 +61,28 @@ struct cuda_api {
 
   static ncclResult_t group_start() { return ncclGroupStart(); }
   static ncclResult_t group_end() { return ncclGroupEnd(); }
-  static ncclResult_t all_gather(const void* in, void* out, std::size_t count, ncclDataType_t t,
-                                 ncclComm_t c, cudaStream_t s) {
+  static ncclResult_t all_gather(const void* in, void* out, std::size_t count, ncclDataType_t t, ncclComm_t c,
+                                 cudaStream_t s) {
     return ncclAllGather(in, out, count, t, c, s);
   }
-  static ncclResult_t reduce_scatter(const void* in, void* out, std::size_t count, ncclDataType_t t,
-                                     ncclComm_t c, cudaStream_t s) {
+  static ncclResult_t reduce_scatter(const void* in, void* out, std::size_t count, ncclDataType_t t, ncclComm_t c,
+                                     cudaStream_t s) {
     return ncclReduceScatter(in, out, count, t, ncclSum, c, s);
   }
-  static ncclResult_t all_reduce(const void* in, void* out, std::size_t count, ncclDataType_t t,
-                                 ncclComm_t c, cudaStream_t s) {
+  static ncclResult_t all_reduce(const void* in, void* out, std::size_t count, ncclDataType_t t, ncclComm_t c,
+                                 cudaStream_t s) {
     return ncclAllReduce(in, out, count, t, ncclSum, c, s);
   }
   static ncclResult_t send(const void* in, std::size_t count, ncclDataType_t t, int peer, ncclComm_t c,
                            cudaStream_t s) {
     return ncclSend(in, count, t, peer, c, s);
   }
-  static ncclResult_t recv(void* out, std::size_t count, ncclDataType_t t, int peer, ncclComm_t c,
-                           cudaStream_t s) {
+  static ncclResult_t recv(void* out, std::size_t count, ncclDataType_t t, int peer, ncclComm_t c, cudaStream_t s) {
     return ncclRecv(out, count, t, peer, c, s);
   }
   static ncclResult_t comm_count(ncclComm_t c, int* n) { return ncclCommCount(c, n); }
   static ncclResult_t comm_user_rank(ncclComm_t c, int* r) { return ncclCommUserRank(c, r); }
-  static ncclResult_t comm_get_async_error(ncclComm_t c, ncclResult_t* e) {
-    return ncclCommGetAsyncError(c, e);
-  }
+  static ncclResult_t comm_get_async_error(ncclComm_t c, ncclResult_t* e) { return ncclCommGetAsyncError(c, e); }
   static ncclResult_t comm_abort(ncclComm_t c) { return ncclCommAbort(c); }
   static const char* nccl_error_name(ncclResult_t e) {
     switch (e) {
@@ -111,12 +102,19 @@ struct cuda_api {
 
   static std::size_t element_size(ncclDataType_t t) {
     switch (t) {
-      case ncclInt8: case ncclUint8: return 1;
-      case ncclFloat16: case ncclBfloat16: return 2;
-      case ncclInt32: case ncclUint32: case ncclFloat32: return 4;
-      case ncclInt64: case ncclUint64: case ncclFloat64: return 8;
+      case ncclInt8:
+      case ncclUint8: return 1;
+      case ncclFloat16:
+      case ncclBfloat16: return 2;
+      case ncclInt32:
+      case ncclUint32:
+      case ncclFloat32: return 4;
+      case ncclInt64:
+      case ncclUint64:
+      case ncclFloat64: return 8;
 #if NCCL_VERSION_CODE >= NCCL_VERSION(2, 24, 0)
-      case ncclFloat8e4m3: case ncclFloat8e5m2: return 1;
+      case ncclFloat8e4m3:
+      case ncclFloat8e5m2: return 1;
 #endif
       default: return 0;
     }

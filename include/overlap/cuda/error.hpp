@@ -12,8 +12,7 @@ namespace overlap::cuda {
 /// The base of everything the executor throws: the rank, and the op at fault (-1: none).
 class error : public std::runtime_error {
  public:
-  error(const std::string& message, int rank, int op)
-      : std::runtime_error(message), rank_(rank), op_(op) {}
+  error(const std::string& message, int rank, int op) : std::runtime_error(message), rank_(rank), op_(op) {}
   /// The global rank of the program being run.
   int rank() const noexcept { return rank_; }
   /// The index of the op at fault in `program::ops`, or -1 when no single op is.

@@ -18,7 +18,8 @@
 ///   status; every other one is an NCCL call on the provider's buffer;
 /// - record / wait: `cudaEventRecord` / `cudaStreamWaitEvent` on the program's event (a wait
 ///   follows the latest record issued before it, as the program model says);
-/// - ops of one group (`schedule::rank_order`'s range) between `ncclGroupStart` and `ncclGroupEnd`; an all-to-all is its own group
+/// - ops of one group (`schedule::rank_order`'s range) between `ncclGroupStart` and `ncclGroupEnd`; an all-to-all is
+/// its own group
 ///   of n sends and n receives of bytes / n (inside the op's group when it has one);
 /// - host_sync: the watchdog's wait for every stream, or for its event (`cudaEventQuery` polled
 ///   under the watchdog's timeout: an event synchronize that cannot hang forever).
@@ -70,8 +71,7 @@ class basic_executor {
   /// Pre-flight, then creates the streams the trainer did not lend and the program's events.
   /// Throws `preflight_error` (nothing created) or `call_error`.
   basic_executor(schedule::program program, resources supplied, watchdog_options options = {})
-      : program_(std::move(program)), resources_(std::move(supplied)),
-        watchdog_(program_.rank, {}, {}, options) {
+      : program_(std::move(program)), resources_(std::move(supplied)), watchdog_(program_.rank, {}, {}, options) {
     preflight();
     try {
       create_streams_and_events();
@@ -84,8 +84,7 @@ class basic_executor {
       watched_streams.push_back({streams_[i], stream_label(static_cast<int>(i))});
     std::vector<typename basic_watchdog<Api>::watched_comm> watched_comms;
     for (const auto& [name, comm] : used_comms_) watched_comms.push_back({comm, name});
-    watchdog_ = basic_watchdog<Api>(program_.rank, std::move(watched_streams),
-                                    std::move(watched_comms), options);
+    watchdog_ = basic_watchdog<Api>(program_.rank, std::move(watched_streams), std::move(watched_comms), options);
     compile();
   }
 
@@ -111,9 +110,9 @@ class basic_executor {
   step_timing run_timed(int steps = 1) {
     watchdog_.require_alive(-1);
     if (steps < 1)
-      throw usage_error(where(-1) + ": [EXEC-TIMING] run_timed(" + std::to_string(steps) +
-                            ") times no step; give steps >= 1",
-                        program_.rank, -1);
+      throw usage_error(
+          where(-1) + ": [EXEC-TIMING] run_timed(" + std::to_string(steps) + ") times no step; give steps >= 1",
+          program_.rank, -1);
     prepare_timing();
     std::vector<std::vector<double>> samples(intervals_.size());
     for (int i = 0; i < steps; ++i) {
@@ -131,7 +130,11 @@ class basic_executor {
       const double us = detail::median(samples[u]);
       for (const int op : intervals_[u].ops) {
         const schedule::op& o = program_.ops[static_cast<std::size_t>(op)];
-        result.ops.push_back({.op = op, .key = o.key, .kind = o.kind, .us = us, .samples_us = samples[u],
+        result.ops.push_back({.op = op,
+                              .key = o.key,
+                              .kind = o.kind,
+                              .us = us,
+                              .samples_us = samples[u],
                               .interval_ops = static_cast<int>(intervals_[u].ops.size())});
       }
     }
@@ -183,8 +186,8 @@ class basic_executor {
   void replay() {
     watchdog_.require_alive(-1);
     if (!captured_)
-      throw usage_error(where(-1) + ": [EXEC-GRAPH] replay() before capture(); capture a step first",
-                        program_.rank, -1);
+      throw usage_error(where(-1) + ": [EXEC-GRAPH] replay() before capture(); capture a step first", program_.rank,
+                        -1);
     check_cuda(Api::graph_launch(graph_exec_, streams_[0]), -1, "cudaGraphLaunch");
   }
 
@@ -197,8 +200,20 @@ class basic_executor {
 
  private:
   enum class step : std::uint8_t {
-    compute, custom, record, wait, group_start, group_end, all_gather, reduce_scatter, all_reduce,
-    send, recv, host_sync, host_wait, timing_record
+    compute,
+    custom,
+    record,
+    wait,
+    group_start,
+    group_end,
+    all_gather,
+    reduce_scatter,
+    all_reduce,
+    send,
+    recv,
+    host_sync,
+    host_wait,
+    timing_record
   };
 
   /// One call with everything resolved; `source` is the program op it comes from.
@@ -229,25 +244,18 @@ class basic_executor {
           (*r.custom)(*r.op, r.stream);
           check_cuda(Api::get_last_error(), r.source, "communication override launch");
           break;
-        case step::record:
-          check_cuda(Api::event_record(r.event, r.stream), r.source, "cudaEventRecord");
-          break;
-        case step::wait:
-          check_cuda(Api::stream_wait_event(r.stream, r.event), r.source, "cudaStreamWaitEvent");
-          break;
+        case step::record: check_cuda(Api::event_record(r.event, r.stream), r.source, "cudaEventRecord"); break;
+        case step::wait: check_cuda(Api::stream_wait_event(r.stream, r.event), r.source, "cudaStreamWaitEvent"); break;
         case step::group_start: check_nccl(Api::group_start(), r, "ncclGroupStart"); break;
         case step::group_end: check_nccl(Api::group_end(), r, "ncclGroupEnd"); break;
         case step::all_gather:
-          check_nccl(Api::all_gather(r.send, r.recv, r.count, r.dtype, r.comm, r.stream), r,
-                     "ncclAllGather");
+          check_nccl(Api::all_gather(r.send, r.recv, r.count, r.dtype, r.comm, r.stream), r, "ncclAllGather");
           break;
         case step::reduce_scatter:
-          check_nccl(Api::reduce_scatter(r.send, r.recv, r.count, r.dtype, r.comm, r.stream), r,
-                     "ncclReduceScatter");
+          check_nccl(Api::reduce_scatter(r.send, r.recv, r.count, r.dtype, r.comm, r.stream), r, "ncclReduceScatter");
           break;
         case step::all_reduce:
-          check_nccl(Api::all_reduce(r.send, r.recv, r.count, r.dtype, r.comm, r.stream), r,
-                     "ncclAllReduce");
+          check_nccl(Api::all_reduce(r.send, r.recv, r.count, r.dtype, r.comm, r.stream), r, "ncclAllReduce");
           break;
         case step::send:
           check_nccl(Api::send(r.send, r.count, r.dtype, r.peer, r.comm, r.stream), r, "ncclSend");
@@ -256,9 +264,7 @@ class basic_executor {
           check_nccl(Api::recv(r.recv, r.count, r.dtype, r.peer, r.comm, r.stream), r, "ncclRecv");
           break;
         case step::host_sync: watchdog_.wait_streams(watchdog_.options().timeout); break;
-        case step::host_wait:
-          watchdog_.wait_event(r.event, r.op->event, r.source, watchdog_.options().timeout);
-          break;
+        case step::host_wait: watchdog_.wait_event(r.event, r.op->event, r.source, watchdog_.options().timeout); break;
         case step::timing_record:
           check_cuda(Api::event_record(r.event, r.stream), r.source, "cudaEventRecord (timing)");
           break;
@@ -276,24 +282,23 @@ class basic_executor {
       nccl_not_done(status, r, call);
   }
 
-  [[noreturn]] __attribute__((noinline, cold)) void cuda_failed(typename Api::cuda_status_t status,
-                                                                int op, const char* call) const {
-    throw call_error(where(op) + ": [EXEC-CUDA] " + call + " failed: " +
-                         Api::cuda_error_name(status) + ": " + Api::cuda_error_string(status),
+  [[noreturn]] __attribute__((noinline, cold)) void cuda_failed(typename Api::cuda_status_t status, int op,
+                                                                const char* call) const {
+    throw call_error(where(op) + ": [EXEC-CUDA] " + call + " failed: " + Api::cuda_error_name(status) + ": " +
+                         Api::cuda_error_string(status),
                      program_.rank, op);
   }
 
-  __attribute__((noinline, cold)) void nccl_not_done(typename Api::nccl_status_t status,
-                                                     const resolved& r, const char* call) {
+  __attribute__((noinline, cold)) void nccl_not_done(typename Api::nccl_status_t status, const resolved& r,
+                                                     const char* call) {
     if (status == Api::nccl_in_progress) {  // non-blocking communicator: wait until enqueued
       watchdog_.wait_enqueued(r.source, where(r.source) + ": " + call + " returned ncclInProgress");
       return;
     }
     std::string detail;
     if (r.kind != step::group_start && r.kind != step::group_end) detail = Api::nccl_last_error(r.comm);
-    throw call_error(where(r.source) + ": [EXEC-NCCL] " + call + " failed: " +
-                         Api::nccl_error_name(status) + ": " + Api::nccl_error_string(status) +
-                         (detail.empty() ? "" : " (" + detail + ")"),
+    throw call_error(where(r.source) + ": [EXEC-NCCL] " + call + " failed: " + Api::nccl_error_name(status) + ": " +
+                         Api::nccl_error_string(status) + (detail.empty() ? "" : " (" + detail + ")"),
                      program_.rank, r.source);
   }
 
@@ -304,8 +309,7 @@ class basic_executor {
     const schedule::op& o = program_.ops[static_cast<std::size_t>(op)];
     text += ", op " + std::to_string(op) + " '" + schedule::display_name(o) + "' (";
     text += o.kind == schedule::op_kind::collective ? schedule::to_string(o.coll) : schedule::to_string(o.kind);
-    if (schedule::is_communication(o.kind) && o.comm >= 0 &&
-        o.comm < static_cast<int>(program_.comms.size()))
+    if (schedule::is_communication(o.kind) && o.comm >= 0 && o.comm < static_cast<int>(program_.comms.size()))
       text += " on '" + program_.comms[static_cast<std::size_t>(o.comm)].name + "'";
     if (o.kind != schedule::op_kind::host_sync) text += ", stream " + std::to_string(o.stream);
     return text + ")";
@@ -349,7 +353,8 @@ class basic_executor {
       problems.push_back(where(op) + ": " + std::move(text));
     };
     const std::size_t num_streams = program_.streams.size();
-    if (num_streams == 0) problem(-1, "[EXEC-STREAM] the program has no streams; generate it with a schedule generator");
+    if (num_streams == 0)
+      problem(-1, "[EXEC-STREAM] the program has no streams; generate it with a schedule generator");
     if (!resources_.streams.empty() && resources_.streams.size() != num_streams)
       problem(-1, "[EXEC-STREAM] " + std::to_string(resources_.streams.size()) +
                       " streams were lent for a program with " + std::to_string(num_streams) +
@@ -372,8 +377,10 @@ class basic_executor {
       const schedule::communicator& c = program_.comms[static_cast<std::size_t>(index)];
       const auto found = resources_.comms.find(c.name);
       if (found == resources_.comms.end()) {
-        problem(op, "[EXEC-COMM] no communicator '" + c.name + "' was supplied; add the NCCL "
-                    "communicator of ranks " + rank_list(c.ranks) + " to resources.comms[\"" + c.name + "\"]");
+        problem(op, "[EXEC-COMM] no communicator '" + c.name +
+                        "' was supplied; add the NCCL "
+                        "communicator of ranks " +
+                        rank_list(c.ranks) + " to resources.comms[\"" + c.name + "\"]");
         return;
       }
       int count = -1, user_rank = -1;
@@ -381,17 +388,16 @@ class basic_executor {
       const auto rank_status = Api::comm_user_rank(found->second, &user_rank);
       if (!(count_status == Api::nccl_success) || !(rank_status == Api::nccl_success)) {
         const auto bad = count_status == Api::nccl_success ? rank_status : count_status;
-        problem(op, "[EXEC-COMM] querying communicator '" + c.name + "' failed: " +
-                        Api::nccl_error_name(bad) + ": " + Api::nccl_error_string(bad));
+        problem(op, "[EXEC-COMM] querying communicator '" + c.name + "' failed: " + Api::nccl_error_name(bad) + ": " +
+                        Api::nccl_error_string(bad));
         return;
       }
       const int expected_position = schedule::member_index(c, program_.rank);
       if (count != static_cast<int>(c.ranks.size()) || user_rank != expected_position) {
         problem(op, "[EXEC-COMM] communicator '" + c.name + "' has " + std::to_string(count) +
                         " ranks and this process is its rank " + std::to_string(user_rank) +
-                        ", but the program needs " + std::to_string(c.ranks.size()) +
-                        " ranks (" + rank_list(c.ranks) + ") with global rank " +
-                        std::to_string(program_.rank) + " at position " +
+                        ", but the program needs " + std::to_string(c.ranks.size()) + " ranks (" + rank_list(c.ranks) +
+                        ") with global rank " + std::to_string(program_.rank) + " at position " +
                         std::to_string(expected_position) + "; supply the matching communicator");
         return;
       }
@@ -416,16 +422,19 @@ class basic_executor {
         const std::string name(schedule::to_string(o.key.type));
         problem(i, "[EXEC-KERNEL] no kernel for op type '" + name + "' (" + std::to_string(ops_of_type[type]) +
                        (ops_of_type[type] == 1 ? " op" : " ops") + ", the first '" + schedule::display_name(o) +
-                       "'); add cuda::on<op_type::" + name + ">(...) to kernels_for, or set "
-                       "resources.kernels[op_type::" + name + "]");
+                       "'); add cuda::on<op_type::" + name +
+                       ">(...) to kernels_for, or set "
+                       "resources.kernels[op_type::" +
+                       name + "]");
       }
       if (!schedule::is_communication(o.kind) || resources_.comm_overrides.contains(o.key.type)) continue;
       check_comm(i, o.comm);
       if (shapes_[static_cast<std::size_t>(o.comm)].size == 0) continue;
       if (!resources_.buffers) {
         if (!std::exchange(provider_reported, true))
-          problem(i, "[EXEC-BUFFER] no buffer provider was supplied; set resources.buffers to a callable "
-                     "returning each communication op's buffer (buffer(const schedule::op&))");
+          problem(i,
+                  "[EXEC-BUFFER] no buffer provider was supplied; set resources.buffers to a callable "
+                  "returning each communication op's buffer (buffer(const schedule::op&))");
         continue;
       }
       buffers_[static_cast<std::size_t>(i)] = resources_.buffers(o);
@@ -433,8 +442,7 @@ class basic_executor {
     }
     if (!problems.empty()) {
       std::string message = "[EXEC-PREFLIGHT] rank " + std::to_string(program_.rank) + ": " +
-                            std::to_string(problems.size()) +
-                            (problems.size() == 1 ? " problem" : " problems") +
+                            std::to_string(problems.size()) + (problems.size() == 1 ? " problem" : " problems") +
                             " before launch, nothing was launched:";
       for (const std::string& p : problems) message += "\n  " + p;
       throw preflight_error(message, program_.rank, first_op);
@@ -471,7 +479,8 @@ class basic_executor {
     if (o.bytes <= 0 || (split && o.bytes % n != 0) || part % element != 0) {
       problem(i, "[EXEC-BUFFER] " + std::to_string(o.bytes) + " bytes" +
                      (split ? " in " + std::to_string(n) + " equal parts" : std::string()) +
-                     " is not a whole number of " + std::to_string(element) + "-byte elements; fix the "
+                     " is not a whole number of " + std::to_string(element) +
+                     "-byte elements; fix the "
                      "op's size or the buffer's dtype");
       return;
     }
@@ -526,11 +535,13 @@ class basic_executor {
         used.push_back(o.event);
     std::sort(used.begin(), used.end());
     used.erase(std::unique(used.begin(), used.end()), used.end());
-    events_ = schedule::event_table<event_t>(static_cast<std::size_t>(program_.num_events), program_.ops.size(), event_t{});
+    events_ =
+        schedule::event_table<event_t>(static_cast<std::size_t>(program_.num_events), program_.ops.size(), event_t{});
     for (const int e : used) events_.set(static_cast<std::size_t>(e), make_event("cudaEventCreateWithFlags"));
     fork_ = make_event("cudaEventCreateWithFlags (graph fork)");
     joins_.assign(1, event_t{});
-    for (std::size_t i = 1; i < streams_.size(); ++i) joins_.push_back(make_event("cudaEventCreateWithFlags (graph join)"));
+    for (std::size_t i = 1; i < streams_.size(); ++i)
+      joins_.push_back(make_event("cudaEventCreateWithFlags (graph join)"));
   }
 
   void compile() {
@@ -542,7 +553,8 @@ class basic_executor {
       r.op = &o;
       if (o.kind != schedule::op_kind::host_sync) r.stream = streams_[static_cast<std::size_t>(o.stream)];
       const bool grouped = o.group >= 0;
-      if (grouped && order.group_first(i) == i) calls_.push_back(resolved{.kind = step::group_start, .source = r.source});
+      if (grouped && order.group_first(i) == i)
+        calls_.push_back(resolved{.kind = step::group_start, .source = r.source});
       switch (o.kind) {
         case schedule::op_kind::compute:
           r.kind = step::compute;
@@ -601,7 +613,7 @@ class basic_executor {
     if (o.coll != schedule::collective::all_to_all) {
       r.kind = o.coll == schedule::collective::all_gather       ? step::all_gather
                : o.coll == schedule::collective::reduce_scatter ? step::reduce_scatter
-                                                                 : step::all_reduce;
+                                                                : step::all_reduce;
       r.count = (o.coll == schedule::collective::all_reduce ? bytes : bytes / n) / element;
       calls_.push_back(r);
       return;
@@ -648,20 +660,23 @@ class basic_executor {
         owned_events_.push_back(*e);
       }
       t.ops.push_back(first.source);
-      timed_calls_.push_back({.kind = step::timing_record, .source = first.source, .stream = stream_of(first.source),
-                              .event = t.start});
+      timed_calls_.push_back(
+          {.kind = step::timing_record, .source = first.source, .stream = stream_of(first.source), .event = t.start});
       intervals_.push_back(std::move(t));
       timed_calls_.push_back(first);
     };
     const auto close = [&] {
       const int first = intervals_.back().ops.front();
-      timed_calls_.push_back({.kind = step::timing_record, .source = first, .stream = stream_of(first),
-                              .event = intervals_.back().end});
+      timed_calls_.push_back(
+          {.kind = step::timing_record, .source = first, .stream = stream_of(first), .event = intervals_.back().end});
     };
     bool grouped = false;  // between a group_start and its group_end
     for (const resolved& c : calls_) {
       switch (c.kind) {
-        case step::record: case step::wait: case step::host_sync: case step::host_wait: timed_calls_.push_back(c); break;
+        case step::record:
+        case step::wait:
+        case step::host_sync:
+        case step::host_wait: timed_calls_.push_back(c); break;
         case step::group_start:
           open(c);
           grouped = true;

@@ -59,15 +59,16 @@ class basic_watchdog {
           continue;
         }
         abort_all();
-        throw watchdog_error("[EXEC-STREAM-FAILED] rank " + std::to_string(rank_) + ": stream " +
-                                 s.label + " failed: " + Api::cuda_error_name(status) + ": " +
-                                 Api::cuda_error_string(status) + "; every communicator (" +
-                                 comm_names() + ") was aborted; run the step under compute-sanitizer "
+        throw watchdog_error("[EXEC-STREAM-FAILED] rank " + std::to_string(rank_) + ": stream " + s.label +
+                                 " failed: " + Api::cuda_error_name(status) + ": " + Api::cuda_error_string(status) +
+                                 "; every communicator (" + comm_names() +
+                                 ") was aborted; run the step under compute-sanitizer "
                                  "to find the kernel",
                              rank_, -1);
       }
       if (running.empty()) return;
-      if (std::chrono::steady_clock::now() - start >= timeout) timed_out(-1, "streams still running: " + running, timeout);
+      if (std::chrono::steady_clock::now() - start >= timeout)
+        timed_out(-1, "streams still running: " + running, timeout);
       std::this_thread::sleep_for(options_.poll_interval);
     }
   }
@@ -86,7 +87,8 @@ class basic_watchdog {
         abort_all();
         throw watchdog_error("[EXEC-STREAM-FAILED] rank " + std::to_string(rank_) + ": the work before " + label() +
                                  " failed: " + Api::cuda_error_name(status) + ": " + Api::cuda_error_string(status) +
-                                 "; every communicator (" + comm_names() + ") was aborted; run the step under "
+                                 "; every communicator (" + comm_names() +
+                                 ") was aborted; run the step under "
                                  "compute-sanitizer to find the kernel",
                              rank_, -1);
       }
@@ -148,12 +150,10 @@ class basic_watchdog {
       }
       const std::string detail = Api::nccl_last_error(c.comm);
       const std::string abort_failures = abort_all();
-      throw watchdog_error("[EXEC-ASYNC] rank " + std::to_string(rank_) + ": NCCL communicator '" +
-                               c.name + "' reported " + Api::nccl_error_name(async) + ": " +
-                               Api::nccl_error_string(async) +
-                               (detail.empty() ? "" : " (" + detail + ")") +
-                               "; every communicator (" + comm_names() + ") was aborted" +
-                               abort_failures + "; see the NCCL_DEBUG=WARN output of every rank",
+      throw watchdog_error("[EXEC-ASYNC] rank " + std::to_string(rank_) + ": NCCL communicator '" + c.name +
+                               "' reported " + Api::nccl_error_name(async) + ": " + Api::nccl_error_string(async) +
+                               (detail.empty() ? "" : " (" + detail + ")") + "; every communicator (" + comm_names() +
+                               ") was aborted" + abort_failures + "; see the NCCL_DEBUG=WARN output of every rank",
                            rank_, op);
     }
     return in_progress;
@@ -162,9 +162,9 @@ class basic_watchdog {
   [[noreturn]] void timed_out(int op, const std::string& what, std::chrono::nanoseconds timeout) {
     const std::string abort_failures = abort_all();
     const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count();
-    throw watchdog_error("[EXEC-TIMEOUT] rank " + std::to_string(rank_) + ": not finished after " +
-                             std::to_string(ms) + " ms (" + what + "); every communicator (" +
-                             comm_names() + ") was aborted" + abort_failures +
+    throw watchdog_error("[EXEC-TIMEOUT] rank " + std::to_string(rank_) + ": not finished after " + std::to_string(ms) +
+                             " ms (" + what + "); every communicator (" + comm_names() + ") was aborted" +
+                             abort_failures +
                              "; a peer probably did not issue its matching op (check the step "
                              "with overlap::verify::verify) or the timeout is too short",
                          rank_, op);

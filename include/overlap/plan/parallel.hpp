@@ -31,8 +31,10 @@ void parallel_for(std::size_t n, Fn&& fn, unsigned threads = 0) {
   std::vector<std::exception_ptr> failed(n);
   const auto call = [&](std::size_t i, unsigned worker) {
     try {
-      if constexpr (std::is_invocable_v<Fn&, std::size_t, unsigned>) fn(i, worker);
-      else fn(i);
+      if constexpr (std::is_invocable_v<Fn&, std::size_t, unsigned>)
+        fn(i, worker);
+      else
+        fn(i);
     } catch (...) {
       failed[i] = std::current_exception();
     }

@@ -27,7 +27,7 @@ using sim::workspace;
 
 struct family_plan {
   schedule::family family = schedule::family::none;  ///< none: all families composed
-  std::string note;  ///< what the comparison leaves out, if anything
+  std::string note;                                  ///< what the comparison leaves out, if anything
   /// Each step's programs, one per class representative in rank order, and its classes (which
   /// ranks each representative stands for): pass both to `verify::verify`, `sim::simulate` and
   /// the trace writers. `schedule::compose_step` gives every rank's program, for a small layout.
@@ -118,8 +118,7 @@ inline void plan_class_step(const settings& s, const schedule::workload& w, cons
 }  // namespace detail
 
 /// The per-family comparison for settings `s` (valid: see `validate`) and workload `w`.
-inline std::vector<family_plan> plan_families(const settings& s, const schedule::workload& w,
-                                              const cost_model& cost) {
+inline std::vector<family_plan> plan_families(const settings& s, const schedule::workload& w, const cost_model& cost) {
   using schedule::family;
   struct candidate {
     family f;
@@ -130,7 +129,8 @@ inline std::vector<family_plan> plan_families(const settings& s, const schedule:
       {family::tp, s.tensor_model_parallel_size > 1, {.tp = true, .dp = false, .pp = false, .ep = false}},
       {family::dp, s.data_parallel_size > 1, {.tp = false, .dp = true, .pp = false, .ep = false}},
       {family::pp, s.pipeline_model_parallel_size > 1, {.tp = false, .dp = false, .pp = true, .ep = false}},
-      {family::ep, s.expert_model_parallel_size > 1 && s.num_moe_experts.value_or(0) > 0,
+      {family::ep,
+       s.expert_model_parallel_size > 1 && s.num_moe_experts.value_or(0) > 0,
        {.tp = false, .dp = false, .pp = false, .ep = true}},
   };
   std::vector<family_plan> out;
@@ -141,8 +141,8 @@ inline std::vector<family_plan> plan_families(const settings& s, const schedule:
     if (c.f == family::pp && s.virtual_pipeline_model_parallel_size && s.pipeline_model_parallel_size == 2)
       plan.note = "vpp on pp 2 needs overlap_p2p_comm (PP-8): the baseline keeps it on";
     detail::plan_class_step(s, w, cost, c.on, plan.overlap_step, plan.overlap_classes, plan.overlap);
-    detail::plan_class_step(detail::without_overlap(s, c.f), w, cost, c.on, plan.baseline_step,
-                            plan.baseline_classes, plan.baseline);
+    detail::plan_class_step(detail::without_overlap(s, c.f), w, cost, c.on, plan.baseline_step, plan.baseline_classes,
+                            plan.baseline);
     out.push_back(std::move(plan));
   }
   return out;

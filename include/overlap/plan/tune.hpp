@@ -28,8 +28,8 @@
 #include <overlap/plan/parallel.hpp>
 #include <overlap/plan/plan.hpp>
 #include <overlap/rules/validate.hpp>
-#include <overlap/sim/analysis/memory.hpp>
 #include <overlap/settings/settings.hpp>
+#include <overlap/sim/analysis/memory.hpp>
 
 namespace overlap::plan {
 
@@ -60,7 +60,8 @@ inline std::vector<knob> overlap_knobs(const settings& s) {
     };
     out.push_back({"EP overlap",
                    {{std::string("ep_overlap=") + (r.overlap_moe_expert_parallel_comm ? "on" : "off") +
-                         (r.delay_wgrad_compute ? "+delay_wgrad" : "") + " (as configured)", keep},
+                         (r.delay_wgrad_compute ? "+delay_wgrad" : "") + " (as configured)",
+                     keep},
                     {"ep_overlap=off", ep(false, false)},
                     {"ep_overlap=on", ep(true, false)},
                     {"ep_overlap=on+delay_wgrad", ep(true, true)}}});
@@ -70,7 +71,8 @@ inline std::vector<knob> overlap_knobs(const settings& s) {
     const auto choice = [&](bool v) {
       return knob_choice{field + "=" + (v ? "true" : "false"), [set, v](settings& x) { set(x, v); }};
     };
-    out.push_back({std::move(name), {{field + "=" + (now ? "true" : "false") + " (as configured)", keep}, choice(true), choice(false)}});
+    out.push_back({std::move(name),
+                   {{field + "=" + (now ? "true" : "false") + " (as configured)", keep}, choice(true), choice(false)}});
   };
   if (s.tensor_model_parallel_size > 1)
     flag("TP overlap", "tp_comm_overlap", r.tp_comm_overlap, [](settings& x, bool v) { x.tp_comm_overlap = v; });
@@ -78,8 +80,10 @@ inline std::vector<knob> overlap_knobs(const settings& s) {
     flag("overlap_grad_reduce", "overlap_grad_reduce", r.overlap_grad_reduce,
          [](settings& x, bool v) { x.overlap_grad_reduce = v; });
   if (s.data_parallel_size > 1) {
-    knob k{"bucket_size", {{"bucket_size=" + (r.bucket_size ? std::to_string(*r.bucket_size) : std::string("one")) +
-                                " (as configured)", keep}}};
+    knob k{
+        "bucket_size",
+        {{"bucket_size=" + (r.bucket_size ? std::to_string(*r.bucket_size) : std::string("one")) + " (as configured)",
+          keep}}};
     for (const std::int64_t b : {16'777'216LL, 67'108'864LL, 134'217'728LL, 268'435'456LL})
       k.choices.push_back({"bucket_size=" + std::to_string(b), [b](settings& x) {
                              x.bucket_size = b;
@@ -113,10 +117,12 @@ inline std::vector<knob> overlap_knobs(const settings& s) {
                     {"tp_slots=rs ring_exchange", slots(ub::method::ring_exchange, 1)}}});
   }
   {
-    knob k{"CUDA_DEVICE_MAX_CONNECTIONS",
-           {{"max_connections=" + std::to_string(r.cuda_device_max_connections.value_or(8)) + " (as configured)", keep}}};
+    knob k{
+        "CUDA_DEVICE_MAX_CONNECTIONS",
+        {{"max_connections=" + std::to_string(r.cuda_device_max_connections.value_or(8)) + " (as configured)", keep}}};
     for (const int n : {1, 8, 32})
-      k.choices.push_back({"max_connections=" + std::to_string(n), [n](settings& x) { x.cuda_device_max_connections = n; }});
+      k.choices.push_back(
+          {"max_connections=" + std::to_string(n), [n](settings& x) { x.cuda_device_max_connections = n; }});
     out.push_back(std::move(k));
   }
   if (s.pipeline_model_parallel_size > 1) {
@@ -127,8 +133,12 @@ inline std::vector<knob> overlap_knobs(const settings& s) {
       };
     };
     out.push_back({"p2p",
-                   {{std::string("p2p=") + (r.overlap_p2p_comm ? "overlap" : r.batch_p2p_comm ? "batch" : "plain") +
-                         " (as configured)", keep},
+                   {{std::string("p2p=") +
+                         (r.overlap_p2p_comm ? "overlap"
+                          : r.batch_p2p_comm ? "batch"
+                                             : "plain") +
+                         " (as configured)",
+                     keep},
                     {"p2p=overlap", p2p(true, false)},
                     {"p2p=batch", p2p(false, true)},
                     {"p2p=plain", p2p(false, false)}}});
@@ -185,7 +195,8 @@ struct tune_result {
 inline tune_result tune(const settings& s, const schedule::workload& w, const cost_model& cost, unsigned threads = 0,
                         const std::function<void(std::size_t, std::size_t)>& progress = {},
                         std::int64_t memory_limit = 0) {
-  if (memory_limit < 0) throw std::invalid_argument("plan::tune: memory_limit " + std::to_string(memory_limit) + " < 0");
+  if (memory_limit < 0)
+    throw std::invalid_argument("plan::tune: memory_limit " + std::to_string(memory_limit) + " < 0");
   if (const report rep = validate_runnable(s); !rep.ok())
     throw std::invalid_argument("plan::tune: the configuration violates [" + std::string(rep.begin()->id) + "]");
   tune_result out;
@@ -206,44 +217,58 @@ inline tune_result tune(const settings& s, const schedule::workload& w, const co
     for (const auto& picks : batch)
       if (!seen.contains(picks) && std::find(fresh.begin(), fresh.end(), picks) == fresh.end()) fresh.push_back(picks);
     std::vector<tune_candidate> done(fresh.size());
-    parallel_for(fresh.size(), [&](std::size_t i, unsigned worker) {
-      tune_candidate& c = done[i];
-      c.picks = fresh[i];
-      c.tried = settings_of(c.picks);
-      // The configuration as upstream runs it; every combination searched passes every rule.
-      const bool configured = std::all_of(c.picks.begin(), c.picks.end(), [](std::size_t p) { return p == 0; });
-      for (const diagnostic& d : configured ? validate_runnable(c.tried) : validate(c.tried)) c.rules.emplace_back(d.id);
-      if (!c.rules.empty()) return;
-      try {
-        class_simulation made = simulate_by_class(c.tried, w, cost, {}, /*intervals=*/false, &spaces[worker]);
-        c.simulated = std::move(made.simulated);
-        for (const schedule::program& p : made.step) c.peak_bytes = std::max(c.peak_bytes, sim::peak_in_issue_order(p).bytes);
-        c.too_big = memory_limit > 0 && c.peak_bytes > memory_limit;
-        c.failed = c.simulated.deadlock;
-        if (c.failed) c.failure = "hangs";
-      } catch (const std::invalid_argument& e) {
-        c.failed = true;
-        c.failure = e.what();
-      }
-    }, threads);
+    parallel_for(
+        fresh.size(),
+        [&](std::size_t i, unsigned worker) {
+          tune_candidate& c = done[i];
+          c.picks = fresh[i];
+          c.tried = settings_of(c.picks);
+          // The configuration as upstream runs it; every combination searched passes every rule.
+          const bool configured = std::all_of(c.picks.begin(), c.picks.end(), [](std::size_t p) { return p == 0; });
+          for (const diagnostic& d : configured ? validate_runnable(c.tried) : validate(c.tried))
+            c.rules.emplace_back(d.id);
+          if (!c.rules.empty()) return;
+          try {
+            class_simulation made = simulate_by_class(c.tried, w, cost, {}, /*intervals=*/false, &spaces[worker]);
+            c.simulated = std::move(made.simulated);
+            for (const schedule::program& p : made.step)
+              c.peak_bytes = std::max(c.peak_bytes, sim::peak_in_issue_order(p).bytes);
+            c.too_big = memory_limit > 0 && c.peak_bytes > memory_limit;
+            c.failed = c.simulated.deadlock;
+            if (c.failed) c.failure = "hangs";
+          } catch (const std::invalid_argument& e) {
+            c.failed = true;
+            c.failure = e.what();
+          }
+        },
+        threads);
     for (tune_candidate& c : done) {
       seen.emplace(c.picks, out.tried.size());
       out.tried.push_back(std::move(c));
       if (progress) progress(out.tried.size(), planned);
     }
   };
-  const auto at = [&](const std::vector<std::size_t>& picks) -> const tune_candidate& { return out.tried[seen.at(picks)]; };
+  const auto at = [&](const std::vector<std::size_t>& picks) -> const tune_candidate& {
+    return out.tried[seen.at(picks)];
+  };
   const auto better = [](const tune_candidate& a, const tune_candidate& b) {
     if (a.usable() != b.usable()) return a.usable();
     return a.usable() && a.simulated.step_time_us < b.simulated.step_time_us * (1 - 1e-3);
   };
   std::vector<std::size_t> best(knobs.size(), 0);
-  parallel_for(2, [&](std::size_t i) {
-    if (i == 0) evaluate_all({best});
-    else out.overlap_off = simulate_by_class(detail::without_overlap(s, schedule::family::none), w, cost, {}, false).simulated;
-  }, threads);
+  parallel_for(
+      2,
+      [&](std::size_t i) {
+        if (i == 0)
+          evaluate_all({best});
+        else
+          out.overlap_off =
+              simulate_by_class(detail::without_overlap(s, schedule::family::none), w, cost, {}, false).simulated;
+      },
+      threads);
   if (!out.configured().rules.empty() || out.configured().failed)
-    throw std::invalid_argument("plan::tune: the configuration's step cannot be simulated: " + out.configured().failure);
+    throw std::invalid_argument("plan::tune: the configuration's step cannot be simulated: " +
+                                out.configured().failure);
   // Coordinate descent from the configuration (or its fastest neighbour that passes every rule),
   // then every combination tried ranked.
   const bool strictly_valid = validate(s).ok();

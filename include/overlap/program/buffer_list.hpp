@@ -105,8 +105,10 @@ class buffer_list {
   void take(buffer_list& o) noexcept {
     size_ = o.size_;
     capacity_ = o.capacity_;
-    if (o.on_heap()) heap_ = o.heap_;
-    else std::memcpy(inline_, o.inline_, sizeof inline_);
+    if (o.on_heap())
+      heap_ = o.heap_;
+    else
+      std::memcpy(inline_, o.inline_, sizeof inline_);
     o.capacity_ = inline_capacity;
     o.size_ = 0;
   }

@@ -40,62 +40,62 @@ constexpr bool is_communication(op_kind k) {
 /// overlap family. Compute types are the pieces of the model a trainer supplies kernels for (the
 /// ten TransformerEngine userbuffer GEMM slots among them); communication types are what the
 /// library issues on NCCL unless the trainer binds its own implementation.
-#define OVERLAP_OP_TYPES(X)                              \
-  X(embedding_fprop, compute, none)                      \
-  X(embedding_bprop, compute, none)                      \
-  X(layernorm_fprop, compute, none)                      \
-  X(layernorm_bprop, compute, none)                      \
-  X(qkv_fprop, compute, none)                            \
-  X(qkv_dgrad, compute, none)                            \
-  X(qkv_wgrad, compute, none)                            \
-  X(attn_core_fprop, compute, none)                      \
-  X(attn_core_bprop, compute, none)                      \
-  X(proj_fprop, compute, none)                           \
-  X(proj_dgrad, compute, none)                           \
-  X(proj_wgrad, compute, none)                           \
-  X(fc1_fprop, compute, none)                            \
-  X(fc1_dgrad, compute, none)                            \
-  X(fc1_wgrad, compute, none)                            \
-  X(fc2_fprop, compute, none)                            \
-  X(fc2_dgrad, compute, none)                            \
-  X(fc2_wgrad, compute, none)                            \
-  X(tp_ring_reduce, compute, none)                       \
-  X(router_fprop, compute, none)                         \
-  X(router_bprop, compute, none)                         \
-  X(permute_fprop, compute, none)                        \
-  X(permute_bprop, compute, none)                        \
-  X(unpermute_fprop, compute, none)                      \
-  X(unpermute_bprop, compute, none)                      \
-  X(experts_fprop, compute, none)                        \
-  X(experts_dgrad, compute, none)                        \
-  X(experts_wgrad, compute, none)                        \
-  X(shared_experts_fprop, compute, none)                 \
-  X(shared_experts_dgrad, compute, none)                 \
-  X(shared_experts_wgrad, compute, none)                 \
-  X(lm_head_fprop, compute, none)                        \
-  X(lm_head_bprop, compute, none)                        \
-  X(mtp_proj_fprop, compute, none)                       \
-  X(mtp_proj_dgrad, compute, none)                       \
-  X(mtp_proj_wgrad, compute, none)                       \
-  X(optimizer_step, compute, none)                       \
-  X(tp_all_gather, collective, tp)                       \
-  X(tp_reduce_scatter, collective, tp)                   \
-  X(tp_ring_send, send, tp)                              \
-  X(tp_ring_recv, recv, tp)                              \
-  X(ep_dispatch, collective, ep)                         \
-  X(ep_combine, collective, ep)                          \
-  X(ep_dispatch_bprop, collective, ep)                   \
-  X(ep_combine_bprop, collective, ep)                    \
-  X(dp_grad_reduce, collective, dp)                      \
-  X(dp_param_gather, collective, dp)                     \
-  X(embedding_grad_all_reduce, collective, dp)           \
-  X(pp_send_forward, send, pp)                           \
-  X(pp_recv_forward, recv, pp)                           \
-  X(pp_send_backward, send, pp)                          \
-  X(pp_recv_backward, recv, pp)                          \
-  X(event_record, record, none)                          \
-  X(event_wait, wait, none)                              \
-  X(host_sync, host_sync, none)                          \
+#define OVERLAP_OP_TYPES(X)                    \
+  X(embedding_fprop, compute, none)            \
+  X(embedding_bprop, compute, none)            \
+  X(layernorm_fprop, compute, none)            \
+  X(layernorm_bprop, compute, none)            \
+  X(qkv_fprop, compute, none)                  \
+  X(qkv_dgrad, compute, none)                  \
+  X(qkv_wgrad, compute, none)                  \
+  X(attn_core_fprop, compute, none)            \
+  X(attn_core_bprop, compute, none)            \
+  X(proj_fprop, compute, none)                 \
+  X(proj_dgrad, compute, none)                 \
+  X(proj_wgrad, compute, none)                 \
+  X(fc1_fprop, compute, none)                  \
+  X(fc1_dgrad, compute, none)                  \
+  X(fc1_wgrad, compute, none)                  \
+  X(fc2_fprop, compute, none)                  \
+  X(fc2_dgrad, compute, none)                  \
+  X(fc2_wgrad, compute, none)                  \
+  X(tp_ring_reduce, compute, none)             \
+  X(router_fprop, compute, none)               \
+  X(router_bprop, compute, none)               \
+  X(permute_fprop, compute, none)              \
+  X(permute_bprop, compute, none)              \
+  X(unpermute_fprop, compute, none)            \
+  X(unpermute_bprop, compute, none)            \
+  X(experts_fprop, compute, none)              \
+  X(experts_dgrad, compute, none)              \
+  X(experts_wgrad, compute, none)              \
+  X(shared_experts_fprop, compute, none)       \
+  X(shared_experts_dgrad, compute, none)       \
+  X(shared_experts_wgrad, compute, none)       \
+  X(lm_head_fprop, compute, none)              \
+  X(lm_head_bprop, compute, none)              \
+  X(mtp_proj_fprop, compute, none)             \
+  X(mtp_proj_dgrad, compute, none)             \
+  X(mtp_proj_wgrad, compute, none)             \
+  X(optimizer_step, compute, none)             \
+  X(tp_all_gather, collective, tp)             \
+  X(tp_reduce_scatter, collective, tp)         \
+  X(tp_ring_send, send, tp)                    \
+  X(tp_ring_recv, recv, tp)                    \
+  X(ep_dispatch, collective, ep)               \
+  X(ep_combine, collective, ep)                \
+  X(ep_dispatch_bprop, collective, ep)         \
+  X(ep_combine_bprop, collective, ep)          \
+  X(dp_grad_reduce, collective, dp)            \
+  X(dp_param_gather, collective, dp)           \
+  X(embedding_grad_all_reduce, collective, dp) \
+  X(pp_send_forward, send, pp)                 \
+  X(pp_recv_forward, recv, pp)                 \
+  X(pp_send_backward, send, pp)                \
+  X(pp_recv_backward, recv, pp)                \
+  X(event_record, record, none)                \
+  X(event_wait, wait, none)                    \
+  X(host_sync, host_sync, none)                \
   X(moe_token_count_sync, host_sync, none)
 
 /// What an op is. `none` marks an untyped op of a hand-written program: it runs as its op kind
@@ -120,10 +120,9 @@ struct op_type_info {
   op_kind kind;
   schedule::family family;
 };
-inline constexpr std::array<op_type_info, op_type_count> op_types{{
-    {"none", op_kind::compute, family::none},
+inline constexpr std::array<op_type_info, op_type_count> op_types{{{"none", op_kind::compute, family::none},
 #define OVERLAP_OP_TYPE_INFO(type, kind, fam) {#type, op_kind::kind, family::fam},
-    OVERLAP_OP_TYPES(OVERLAP_OP_TYPE_INFO)
+                                                                   OVERLAP_OP_TYPES(OVERLAP_OP_TYPE_INFO)
 #undef OVERLAP_OP_TYPE_INFO
 }};
 constexpr const op_type_info& info(op_type t) {
@@ -145,11 +144,21 @@ constexpr family family_of(op_type t) { return detail::info(t).family; }
 /// TP communication op's `slot` may name.
 constexpr bool is_tp_gemm(op_type t) {
   switch (t) {
-    case op_type::mtp_proj_fprop: case op_type::mtp_proj_dgrad: case op_type::mtp_proj_wgrad:
-    case op_type::qkv_fprop: case op_type::qkv_dgrad: case op_type::qkv_wgrad:
-    case op_type::proj_fprop: case op_type::proj_dgrad: case op_type::proj_wgrad:
-    case op_type::fc1_fprop: case op_type::fc1_dgrad: case op_type::fc1_wgrad:
-    case op_type::fc2_fprop: case op_type::fc2_dgrad: case op_type::fc2_wgrad: return true;
+    case op_type::mtp_proj_fprop:
+    case op_type::mtp_proj_dgrad:
+    case op_type::mtp_proj_wgrad:
+    case op_type::qkv_fprop:
+    case op_type::qkv_dgrad:
+    case op_type::qkv_wgrad:
+    case op_type::proj_fprop:
+    case op_type::proj_dgrad:
+    case op_type::proj_wgrad:
+    case op_type::fc1_fprop:
+    case op_type::fc1_dgrad:
+    case op_type::fc1_wgrad:
+    case op_type::fc2_fprop:
+    case op_type::fc2_dgrad:
+    case op_type::fc2_wgrad: return true;
     default: return false;
   }
 }
@@ -159,9 +168,12 @@ constexpr bool is_tp_gemm(op_type t) {
 /// kernels keep the step's precision.
 constexpr bool runs_quantized(op_type t) {
   switch (t) {
-    case op_type::experts_fprop: case op_type::experts_dgrad: case op_type::experts_wgrad:
-    case op_type::shared_experts_fprop: case op_type::shared_experts_dgrad: case op_type::shared_experts_wgrad:
-      return true;
+    case op_type::experts_fprop:
+    case op_type::experts_dgrad:
+    case op_type::experts_wgrad:
+    case op_type::shared_experts_fprop:
+    case op_type::shared_experts_dgrad:
+    case op_type::shared_experts_wgrad: return true;
     default: return is_tp_gemm(t);
   }
 }
@@ -185,11 +197,11 @@ struct op_type_set {
 
 /// Where an op (or a buffer) sits in the step; -1 where a coordinate does not apply.
 struct location {
-  int layer = -1;        ///< global transformer layer
+  int layer = -1;  ///< global transformer layer
   int micro_batch = -1;
-  int chunk = -1;        ///< model chunk of the stage (virtual pipeline); 0 without vpp
-  int bucket = -1;       ///< data-parallel bucket within its chunk and parameter group
-  int split = -1;        ///< ring step or pipelined split of a TP GEMM, part of a reduction
+  int chunk = -1;   ///< model chunk of the stage (virtual pipeline); 0 without vpp
+  int bucket = -1;  ///< data-parallel bucket within its chunk and parameter group
+  int split = -1;   ///< ring step or pipelined split of a TP GEMM, part of a reduction
   friend constexpr bool operator==(const location&, const location&) = default;
 };
 
@@ -212,10 +224,10 @@ struct key_field {
 };
 /// The coordinates in display order, with the prefix each is written with.
 inline constexpr std::array<key_field, 5> key_fields{{{"l", &location::layer},
-                                                       {"mb", &location::micro_batch},
-                                                       {"c", &location::chunk},
-                                                       {"b", &location::bucket},
-                                                       {"s", &location::split}}};
+                                                      {"mb", &location::micro_batch},
+                                                      {"c", &location::chunk},
+                                                      {"b", &location::bucket},
+                                                      {"s", &location::split}}};
 }  // namespace detail
 
 /// Appends " l3 mb0 c1" for the coordinates of `at` that apply.
@@ -269,8 +281,10 @@ inline std::string printable(std::string_view text) {
   std::string out;
   for (const char c : text) {
     const auto u = static_cast<unsigned char>(c);
-    if (u >= 0x20 && u != 0x7f) out += c;
-    else ((out += "\\x") += hex[u >> 4]) += hex[u & 15];
+    if (u >= 0x20 && u != 0x7f)
+      out += c;
+    else
+      ((out += "\\x") += hex[u >> 4]) += hex[u & 15];
   }
   return out;
 }

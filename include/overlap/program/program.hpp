@@ -36,21 +36,21 @@ struct communicator {
 /// What a buffer holds. The verifier checks data flow on buffer indices; the kind and location
 /// only name them in reports.
 enum class buffer_kind : std::uint8_t {
-  activation,       ///< a layer's input (sequence-parallel shard with TP), saved for backward
-  activation_grad,  ///< the gradient flowing back into a layer
-  workspace,        ///< an intermediate inside a layer: the output of op type `of`
-  gathered,         ///< the all-gathered input of GEMM `of` (TP)
-  scattered,        ///< the reduce-scattered output of GEMM `of` (TP)
-  ring_chunk,       ///< one chunk of a TP ring exchange
-  tokens,           ///< MoE tokens: routed, dispatched, computed or combined
-  parameters,       ///< a layer's (or the embedding's) parameters
-  gradients,        ///< their accumulated gradients
+  activation,         ///< a layer's input (sequence-parallel shard with TP), saved for backward
+  activation_grad,    ///< the gradient flowing back into a layer
+  workspace,          ///< an intermediate inside a layer: the output of op type `of`
+  gathered,           ///< the all-gathered input of GEMM `of` (TP)
+  scattered,          ///< the reduce-scattered output of GEMM `of` (TP)
+  ring_chunk,         ///< one chunk of a TP ring exchange
+  tokens,             ///< MoE tokens: routed, dispatched, computed or combined
+  parameters,         ///< a layer's (or the embedding's) parameters
+  gradients,          ///< their accumulated gradients
   reduced_gradients,  ///< a bucket's reduced gradients
-  parameter_shard,  ///< the parameters the optimizer updates (a bucket's shard)
-  loss,             ///< the loss's saved state: the output layer's softmax over the vocabulary
-  optimizer_state,  ///< Adam's fp32 master weights and moments of what the optimizer updates
-  userbuffer        ///< a TP overlap slot's communication buffer (Transformer Engine's userbuffer), held
-                    ///< through the step; what its slot gathers, exchanges or reduces lives in it
+  parameter_shard,    ///< the parameters the optimizer updates (a bucket's shard)
+  loss,               ///< the loss's saved state: the output layer's softmax over the vocabulary
+  optimizer_state,    ///< Adam's fp32 master weights and moments of what the optimizer updates
+  userbuffer          ///< a TP overlap slot's communication buffer (Transformer Engine's userbuffer), held
+                      ///< through the step; what its slot gathers, exchanges or reduces lives in it
 };
 
 struct buffer {
@@ -78,7 +78,9 @@ struct gemm_shape {
   static constexpr std::int64_t most = std::int64_t{1} << 31;
   /// Every size of m, n and k in 0..most, all of them 0 (no problem) or none, groups in 1..most.
   constexpr bool valid() const {
-    const auto within = [](std::int64_t v) { return static_cast<std::uint64_t>(v) <= static_cast<std::uint64_t>(most); };
+    const auto within = [](std::int64_t v) {
+      return static_cast<std::uint64_t>(v) <= static_cast<std::uint64_t>(most);
+    };
     return within(m) && within(n) && within(k) && (m == 0) == (n == 0) && (n == 0) == (k == 0) && groups >= 1 &&
            groups <= most;
   }
@@ -94,19 +96,19 @@ enum class gemm_format : std::uint8_t { native, fp8, fp4 };
 struct op {
   op_kind kind = op_kind::compute;
   gemm_format format = gemm_format::native;  ///< compute: its products' operands (fits the padding)
-  int stream = 0;  ///< index into program::streams (unused by host_sync)
-  op_key key{};    ///< what the op is and where it sits
+  int stream = 0;                            ///< index into program::streams (unused by host_sync)
+  op_key key{};                              ///< what the op is and where it sits
   collective coll = collective::all_reduce;
-  int comm = -1;          ///< index into program::comms (collective, send, recv)
-  int peer = -1;          ///< send/recv: the other side's rank within `comm`
-  std::int64_t seq = -1;  ///< collective: its position among `comm`'s collectives
-  std::int64_t bytes = 0;  ///< collective: the full tensor (all_gather output, reduce_scatter
-                           ///< input, all_reduce buffer, all_to_all send volume); p2p: message
-  double flops = 0;        ///< compute: floating-point operations
-  gemm_shape gemm{};       ///< compute: its matrix problem (m == 0: none, or not modelled as one)
+  int comm = -1;                  ///< index into program::comms (collective, send, recv)
+  int peer = -1;                  ///< send/recv: the other side's rank within `comm`
+  std::int64_t seq = -1;          ///< collective: its position among `comm`'s collectives
+  std::int64_t bytes = 0;         ///< collective: the full tensor (all_gather output, reduce_scatter
+                                  ///< input, all_reduce buffer, all_to_all send volume); p2p: message
+  double flops = 0;               ///< compute: floating-point operations
+  gemm_shape gemm{};              ///< compute: its matrix problem (m == 0: none, or not modelled as one)
   std::int64_t memory_bytes = 0;  ///< compute: bytes moved to and from device memory (a GEMM: by
                                   ///< the memory-bound kernels of its module, around the GEMM)
-  int event = -1;  ///< record/wait; host_sync: the event it waits for (-1: every stream)
+  int event = -1;                 ///< record/wait; host_sync: the event it waits for (-1: every stream)
   /// Communication: the SMs its kernel holds while it runs; -1 for the library's usual figure
   /// (machine::comm_sms or p2p_sms in the simulator; NCCL's own choice on a GPU), 0 for a copy-
   /// engine transfer. TP userbuffer slots set it from their `num_sm`.

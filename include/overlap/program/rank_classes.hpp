@@ -90,7 +90,8 @@ inline std::string class_problems(const std::vector<program>& present, const ran
     for (const op& o : p.ops) {
       if (o.kind == op_kind::collective) collective[static_cast<std::size_t>(o.comm)] = 1;
       if (o.kind == op_kind::send || o.kind == op_kind::recv)
-        peers.emplace_back(static_cast<std::size_t>(o.comm), p.comms[static_cast<std::size_t>(o.comm)].ranks[static_cast<std::size_t>(o.peer)]);
+        peers.emplace_back(static_cast<std::size_t>(o.comm),
+                           p.comms[static_cast<std::size_t>(o.comm)].ranks[static_cast<std::size_t>(o.peer)]);
     }
     std::sort(peers.begin(), peers.end());
     peers.erase(std::unique(peers.begin(), peers.end()), peers.end());
@@ -130,7 +131,9 @@ inline std::vector<std::string> asymmetries(const std::vector<program>& programs
   std::vector<const program*> of(static_cast<std::size_t>(classes.world()), nullptr);
   for (const program& p : programs)
     if (p.rank >= 0 && p.rank < classes.world()) of[static_cast<std::size_t>(p.rank)] = &p;
-  const auto rep_of = [&](int r) { return r >= 0 && r < classes.world() ? classes.representative[static_cast<std::size_t>(r)] : -1; };
+  const auto rep_of = [&](int r) {
+    return r >= 0 && r < classes.world() ? classes.representative[static_cast<std::size_t>(r)] : -1;
+  };
   for (const program& b : programs) {
     if (out.size() >= limit) break;
     const int ra = rep_of(b.rank);

@@ -8,8 +8,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
-#include <stdexcept>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -76,7 +76,7 @@ struct rendezvous_set {
   /// Per group: empty when its members agree; else which ranks disagree on what (a kind, a size):
   /// NCCL would hang or corrupt memory, so the group never completes.
   std::vector<std::string> disagreement;
-  std::vector<match_problem> problems;      ///< empty when every comm op has its partners
+  std::vector<match_problem> problems;  ///< empty when every comm op has its partners
 };
 
 /// What makes a step's programs unfit to be matched at all: two programs for one rank, a
@@ -85,7 +85,7 @@ struct rendezvous_set {
 /// none). Empty for a well-formed step.
 inline std::vector<match_problem> step_problems(const std::vector<program>& programs) {
   std::vector<match_problem> out;
-  std::map<int, std::size_t> seen;  // rank -> program index
+  std::map<int, std::size_t> seen;                                       // rank -> program index
   std::map<std::string, std::pair<int, const std::vector<int>*>> first;  // name -> (rank, members)
   const auto list = [](const std::vector<int>& ranks) {
     std::string text = "{";
@@ -95,10 +95,12 @@ inline std::vector<match_problem> step_problems(const std::vector<program>& prog
   };
   for (std::size_t pi = 0; pi < programs.size(); ++pi) {
     const program& p = programs[pi];
-    if (p.rank < 0) out.push_back({p.rank, -1, "rank " + std::to_string(p.rank) + " is negative"});
+    if (p.rank < 0)
+      out.push_back({p.rank, -1, "rank " + std::to_string(p.rank) + " is negative"});
     else if (!seen.emplace(p.rank, pi).second)
-      out.push_back({p.rank, -1, "two programs for rank " + std::to_string(p.rank) + " (programs " +
-                                     std::to_string(seen[p.rank]) + " and " + std::to_string(pi) + ")"});
+      out.push_back({p.rank, -1,
+                     "two programs for rank " + std::to_string(p.rank) + " (programs " + std::to_string(seen[p.rank]) +
+                         " and " + std::to_string(pi) + ")"});
     for (const communicator& c : p.comms) {
       std::vector<int> sorted = c.ranks;
       std::sort(sorted.begin(), sorted.end());
@@ -106,9 +108,10 @@ inline std::vector<match_problem> step_problems(const std::vector<program>& prog
         out.push_back({p.rank, -1, "communicator " + c.name + " lists a rank twice: " + list(c.ranks)});
       const auto [it, fresh] = first.emplace(c.name, std::pair{p.rank, &c.ranks});
       if (!fresh && *it->second.second != c.ranks)
-        out.push_back({p.rank, -1, "communicator " + c.name + " has members " + list(c.ranks) + " here but " +
-                                       list(*it->second.second) + " on rank " + std::to_string(it->second.first) +
-                                       " (one name, one group: NCCL would hang or mix up ranks)"});
+        out.push_back({p.rank, -1,
+                       "communicator " + c.name + " has members " + list(c.ranks) + " here but " +
+                           list(*it->second.second) + " on rank " + std::to_string(it->second.first) +
+                           " (one name, one group: NCCL would hang or mix up ranks)"});
     }
   }
   return out;
@@ -257,8 +260,8 @@ inline rendezvous_set match_rendezvous(const std::vector<program>& programs, mat
             problem(r, static_cast<long>(cur.ref.op), [&] {
               return "collective #" + std::to_string(k) + " on " + name + " is " + std::string(to_string(b.coll)) +
                      " of " + std::to_string(b.bytes) + " bytes here but " + std::string(to_string(a.coll)) + " of " +
-                     std::to_string(a.bytes) + " bytes on rank " + std::to_string(rank_of(a)) +
-                     " (ranks issue " + name + "'s collectives in different orders: hang)";
+                     std::to_string(a.bytes) + " bytes on rank " + std::to_string(rank_of(a)) + " (ranks issue " +
+                     name + "'s collectives in different orders: hang)";
             });
             if (disagrees.empty())
               disagrees = "ranks " + std::to_string(rank_of(a)) + " and " + std::to_string(r) +
@@ -282,9 +285,8 @@ inline rendezvous_set match_rendezvous(const std::vector<program>& programs, mat
     const std::size_t matched = it == recvs.end() ? 0 : it->second.size();
     for (std::size_t k = 0; k < list.size(); ++k) {
       if (k >= matched) {
-        problem(rank_of(list[k]), static_cast<long>(list[k].ref.op), [&] {
-          return "send #" + std::to_string(k) + " on " + comm + " has no matching recv (hang)";
-        });
+        problem(rank_of(list[k]), static_cast<long>(list[k].ref.op),
+                [&] { return "send #" + std::to_string(k) + " on " + comm + " has no matching recv (hang)"; });
         continue;
       }
       const taken& peer = it->second[k];
@@ -307,9 +309,8 @@ inline rendezvous_set match_rendezvous(const std::vector<program>& programs, mat
     const auto it = sends.find(key);
     const std::size_t matched = it == sends.end() ? 0 : it->second.size();
     for (std::size_t k = matched; k < list.size(); ++k)
-      problem(rank_of(list[k]), static_cast<long>(list[k].ref.op), [&] {
-        return "recv #" + std::to_string(k) + " on " + comm + " has no matching send (hang)";
-      });
+      problem(rank_of(list[k]), static_cast<long>(list[k].ref.op),
+              [&] { return "recv #" + std::to_string(k) + " on " + comm + " has no matching send (hang)"; });
   }
   return out;
 }

@@ -4,9 +4,9 @@
 /// executor) reads programs through this header and keeps no rules of its own.
 ///
 /// - Structure (`structure_problems`): the indices an op names exist, its kind fits its type, a
-///   wait (and an event's host sync) follows a record of its event, a group's members are consecutive communication ops on
-///   one stream, sizes are finite and not negative, a GEMM shape is in range (`gemm_shape::valid`),
-///   key coordinates are -1 or more and a slot names a TP GEMM.
+///   wait (and an event's host sync) follows a record of its event, a group's members are consecutive communication ops
+///   on one stream, sizes are finite and not negative, a GEMM shape is in range (`gemm_shape::valid`), key coordinates
+///   are -1 or more and a slot names a TP GEMM.
 /// - Order on one rank (`rank_order`): an op follows the previous op of its stream and, for
 ///   communication, the previous op of its communicator (stream FIFO, communicator FIFO); a wait
 ///   follows the latest record of its event before it; everything after a host sync follows it,
@@ -18,8 +18,8 @@
 ///   each member meets the others; the n-th send from a to b meets the n-th recv on b from a.
 /// - Placement (`crosses_nodes`): whether an op's transfer leaves the node.
 
-#include <cmath>
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -87,8 +87,10 @@ class event_table {
     return it == sparse_.end() ? absent_ : it->second;
   }
   void set(std::size_t e, T v) {
-    if (e < dense_.size()) dense_[e] = v;
-    else sparse_[e] = v;
+    if (e < dense_.size())
+      dense_[e] = v;
+    else
+      sparse_[e] = v;
   }
 
  private:
@@ -110,17 +112,21 @@ class structure_check {
  public:
   /// Checks what concerns the program as a whole (its problems come first).
   explicit structure_check(const program& p)
-      : p_(p), streams_(p.streams.size()), buffers_(p.buffers.size()),
-        events_(p.num_events < 0 ? 0 : static_cast<std::size_t>(p.num_events)), recorded_(events_, p.ops.size(), false),
+      : p_(p),
+        streams_(p.streams.size()),
+        buffers_(p.buffers.size()),
+        events_(p.num_events < 0 ? 0 : static_cast<std::size_t>(p.num_events)),
+        recorded_(events_, p.ops.size(), false),
         position_(p.comms.size()) {
     if (p.num_events < 0) out_.push_back({-1, structure_rule::event, "num_events is " + std::to_string(p.num_events)});
     if (p.buffer_bytes.size() > p.buffers.size())
-      out_.push_back({-1, structure_rule::buffer, "buffer_bytes sizes " + std::to_string(p.buffer_bytes.size()) +
-                                                      " buffers of " + std::to_string(p.buffers.size())});
+      out_.push_back({-1, structure_rule::buffer,
+                      "buffer_bytes sizes " + std::to_string(p.buffer_bytes.size()) + " buffers of " +
+                          std::to_string(p.buffers.size())});
     for (std::size_t b = 0; b < p.buffer_bytes.size(); ++b)
       if (p.buffer_bytes[b] < 0) {
-        out_.push_back({-1, structure_rule::size, "buffer " + std::to_string(b) + " has " +
-                                                     std::to_string(p.buffer_bytes[b]) + " bytes"});
+        out_.push_back({-1, structure_rule::size,
+                        "buffer " + std::to_string(b) + " has " + std::to_string(p.buffer_bytes[b]) + " bytes"});
         break;
       }
     for (std::size_t c = 0; c < p.comms.size(); ++c) position_[c] = member_index(p.comms[c], p.rank);
@@ -155,7 +161,8 @@ class structure_check {
     }
     if (o.key.slot != op_type::none && !is_tp_gemm(o.key.slot))
       bad(i, structure_rule::key,
-          "slot " + std::string(to_string(o.key.slot)) + " is not a GEMM of a TP layer (qkv, proj, fc1, fc2, mtp_proj)");
+          "slot " + std::string(to_string(o.key.slot)) +
+              " is not a GEMM of a TP layer (qkv, proj, fc1, fc2, mtp_proj)");
     if (static_cast<unsigned>(o.format) > static_cast<unsigned>(gemm_format::fp4))
       bad(i, structure_rule::kind, "gemm format " + std::to_string(static_cast<int>(o.format)) + " does not exist");
     for (const auto& f : detail::key_fields)
@@ -165,17 +172,16 @@ class structure_check {
                 "; a coordinate is >= 0, or -1 where it does not apply");
     if (o.key.type != op_type::none && kind_of(o.key.type) != o.kind)
       bad(i, structure_rule::kind,
-          std::string(to_string(o.key.type)) + " runs as " + std::string(to_string(kind_of(o.key.type))) +
-              ", not as " + std::string(to_string(o.kind)));
-    if (o.kind == op_kind::collective &&
-        static_cast<unsigned>(o.coll) > static_cast<unsigned>(collective::all_to_all))
+          std::string(to_string(o.key.type)) + " runs as " + std::string(to_string(kind_of(o.key.type))) + ", not as " +
+              std::string(to_string(o.kind)));
+    if (o.kind == op_kind::collective && static_cast<unsigned>(o.coll) > static_cast<unsigned>(collective::all_to_all))
       bad(i, structure_rule::kind, "collective " + std::to_string(static_cast<int>(o.coll)) + " does not exist");
     if (o.kind != op_kind::host_sync && !in(o.stream, streams_))
       bad(i, structure_rule::stream, "stream " + std::to_string(o.stream) + " does not exist");
     if (o.bytes < 0 || o.memory_bytes < 0 || !std::isfinite(o.flops) || o.flops < 0)
-      bad(i, structure_rule::size, "negative or non-finite size (bytes " + std::to_string(o.bytes) +
-                                       ", memory bytes " + std::to_string(o.memory_bytes) + ", flops " +
-                                       std::to_string(o.flops) + ")");
+      bad(i, structure_rule::size,
+          "negative or non-finite size (bytes " + std::to_string(o.bytes) + ", memory bytes " +
+              std::to_string(o.memory_bytes) + ", flops " + std::to_string(o.flops) + ")");
     if (!o.gemm.valid())
       bad(i, structure_rule::size,
           "GEMM shape " + std::to_string(o.gemm.m) + " x " + std::to_string(o.gemm.n) + " x " +
@@ -187,7 +193,8 @@ class structure_check {
       } else {
         const communicator& c = p_.comms[static_cast<std::size_t>(o.comm)];
         if (position_[static_cast<std::size_t>(o.comm)] < 0)
-          bad(i, structure_rule::comm, "rank " + std::to_string(p_.rank) + " is not a member of communicator " + c.name);
+          bad(i, structure_rule::comm,
+              "rank " + std::to_string(p_.rank) + " is not a member of communicator " + c.name);
         else if (o.kind != op_kind::collective &&
                  (!in(o.peer, c.ranks.size()) || c.ranks[static_cast<std::size_t>(o.peer)] == p_.rank))
           bad(i, structure_rule::peer, "peer " + std::to_string(o.peer) + " is not another rank of " + c.name);
@@ -207,7 +214,8 @@ class structure_check {
     }
     if (o.group >= 0) {
       const bool continues = continues_group(p_.ops, i);
-      if (!is_communication(o.kind)) bad(i, structure_rule::group, "only communication ops can be grouped");
+      if (!is_communication(o.kind))
+        bad(i, structure_rule::group, "only communication ops can be grouped");
       else if (continues && p_.ops[i - 1].stream != o.stream)
         bad(i, structure_rule::group, "a group's ops must be on one stream");
       // A group that starts here must not have appeared before.
@@ -244,7 +252,8 @@ class structure_check {
     // below 2^31 (2^31 itself is left to `explain` too).
     const location& at = o.key.at;
     const auto up = [](int v) { return static_cast<unsigned>(v) + 1u; };
-    const bool coordinates = (up(at.layer) | up(at.micro_batch) | up(at.chunk) | up(at.bucket) | up(at.split)) < 0x80000000u;
+    const bool coordinates =
+        (up(at.layer) | up(at.micro_batch) | up(at.chunk) | up(at.bucket) | up(at.split)) < 0x80000000u;
     const gemm_shape& g = o.gemm;
     const bool shape =
         ((g.m | g.n | g.k) == 0 || (g.m > 0 && g.n > 0 && g.k > 0)) &&
@@ -407,7 +416,7 @@ class rank_order {
         return;
       }
       for (const index x : after) preds.push_back(x);  // one or a few: cheaper than a range insert
-      at_group_start.swap(after);  // keeps both vectors' storage: no allocation per op
+      at_group_start.swap(after);                      // keeps both vectors' storage: no allocation per op
       after.clear();
       after.push_back(i);
       group = group_first;

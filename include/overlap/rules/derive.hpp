@@ -71,8 +71,7 @@ constexpr resolved_settings derive(const settings& s) {
   const bool dp_derived = s.distributed_optimizer && rules::dp(s) > 1;
   r.overlap_grad_reduce = s.overlap_grad_reduce.value_or(dp_derived);
   r.overlap_param_gather = s.overlap_param_gather.value_or(dp_derived);
-  r.overlap_param_gather_with_optimizer_step =
-      s.overlap_param_gather_with_optimizer_step.value_or(false);
+  r.overlap_param_gather_with_optimizer_step = s.overlap_param_gather_with_optimizer_step.value_or(false);
   r.align_param_gather = s.align_param_gather.value_or(dp_derived && rules::interleaved(s));
   r.num_buckets = s.num_buckets;
   if (s.bucket_size) {
@@ -92,8 +91,8 @@ constexpr resolved_settings derive(const settings& s) {
   r.moe_shared_expert_overlap = s.moe_shared_expert_overlap;
 
   // ENV-6 and DP-19.
-  r.cuda_device_max_connections = s.cuda_device_max_connections.value_or(
-      detail::derived_max_connections(s, r.overlap_moe_expert_parallel_comm));
+  r.cuda_device_max_connections =
+      s.cuda_device_max_connections.value_or(detail::derived_max_connections(s, r.overlap_moe_expert_parallel_comm));
   if (s.layernorm_sm_margin) {
     r.nvte_fwd_layernorm_sm_margin = r.nvte_bwd_layernorm_sm_margin = s.layernorm_sm_margin;
   } else if (r.overlap_grad_reduce || r.overlap_param_gather) {

@@ -14,10 +14,14 @@ namespace detail {
 /// Markdown would read `<N>` as an HTML tag.
 inline void write_escaped(std::ostream& os, std::string_view text) {
   for (const char c : text) {
-    if (c == '<') os << "&lt;";
-    else if (c == '>') os << "&gt;";
-    else if (c == '|') os << "\\|";
-    else os << c;
+    if (c == '<')
+      os << "&lt;";
+    else if (c == '>')
+      os << "&gt;";
+    else if (c == '|')
+      os << "\\|";
+    else
+      os << c;
   }
 }
 }  // namespace detail

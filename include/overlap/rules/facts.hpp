@@ -17,20 +17,14 @@ constexpr int pp(const settings& s) { return s.pipeline_model_parallel_size; }
 constexpr int cp(const settings& s) { return s.context_parallel_size; }
 constexpr int dp(const settings& s) { return s.data_parallel_size; }
 constexpr int ep(const settings& s) { return s.expert_model_parallel_size; }
-constexpr int etp(const settings& s) {
-  return s.expert_tensor_parallel_size.value_or(s.tensor_model_parallel_size);
-}
-constexpr bool has_vpp(const settings& s) {
-  return s.virtual_pipeline_model_parallel_size.has_value();
-}
+constexpr int etp(const settings& s) { return s.expert_tensor_parallel_size.value_or(s.tensor_model_parallel_size); }
+constexpr bool has_vpp(const settings& s) { return s.virtual_pipeline_model_parallel_size.has_value(); }
 /// pp > 1 with vpp > 1: the interleaved 1F1B schedule.
 constexpr bool interleaved(const settings& s) {
   return pp(s) > 1 && s.virtual_pipeline_model_parallel_size.value_or(1) > 1;
 }
 /// dp × cp, the ranks a DP overlap would communicate across (no overflow for any int pair).
-constexpr std::int64_t dp_cp(const settings& s) {
-  return std::int64_t{dp(s)} * std::int64_t{cp(s)};
-}
+constexpr std::int64_t dp_cp(const settings& s) { return std::int64_t{dp(s)} * std::int64_t{cp(s)}; }
 
 /// The user wrote `flag<>` (true), as opposed to leaving it out or writing `flag<false>`.
 constexpr bool user_true(const std::optional<bool>& flag) { return flag.value_or(false); }
@@ -75,16 +69,11 @@ constexpr std::int64_t world_size(const settings& s) {
 }
 
 constexpr bool is_moe(const settings& s) { return s.num_moe_experts.has_value(); }
-constexpr bool has_shared_experts(const settings& s) {
-  return s.moe_shared_expert_intermediate_size.has_value();
-}
+constexpr bool has_shared_experts(const settings& s) { return s.moe_shared_expert_intermediate_size.has_value(); }
 constexpr bool alltoall_or_flex(const settings& s) {
-  return s.moe_token_dispatcher_type == dispatcher::alltoall ||
-         s.moe_token_dispatcher_type == dispatcher::flex;
+  return s.moe_token_dispatcher_type == dispatcher::alltoall || s.moe_token_dispatcher_type == dispatcher::flex;
 }
-constexpr bool uses_flex_backend(const settings& s, flex_backend b) {
-  return s.moe_flex_dispatcher_backend == b;
-}
+constexpr bool uses_flex_backend(const settings& s, flex_backend b) { return s.moe_flex_dispatcher_backend == b; }
 
 /// A declared Blackwell-class GPU; an undeclared GPU counts as pre-Blackwell (ENV-1, ENV-6, EP-21).
 constexpr bool blackwell(const settings& s) {
@@ -93,10 +82,8 @@ constexpr bool blackwell(const settings& s) {
     case gpu_model::b200:
     case gpu_model::b300:
     case gpu_model::gb200:
-    case gpu_model::gb300:
-      return true;
-    default:
-      return false;
+    case gpu_model::gb300: return true;
+    default: return false;
   }
 }
 
@@ -129,14 +116,11 @@ constexpr void atomic_off_on_bulk(settings& s, const resolved_settings& r) {
 constexpr bool dgrad_not_bulk_with_wgrad(const settings& s, ub::slot_id dgrad, ub::slot_id wgrad) {
   if (!s.tp_comm_overlap_cfg) return false;
   const auto& slots = s.tp_comm_overlap_cfg->slots;
-  return slots[wgrad].has_value() && slots[dgrad].has_value() &&
-         slots[dgrad]->method != ub::method::bulk;
+  return slots[wgrad].has_value() && slots[dgrad].has_value() && slots[dgrad]->method != ub::method::bulk;
 }
 
 /// TE-5: a slot that runs an atomic ring-exchange GEMM.
-constexpr bool atomic_ring(const ub::slot& x) {
-  return x.method == ub::method::ring_exchange && x.atomic_gemm;
-}
+constexpr bool atomic_ring(const ub::slot& x) { return x.method == ub::method::ring_exchange && x.atomic_gemm; }
 
 /// The oldest Transformer Engine that `delay_wgrad_compute` works with here: 2.7.0 (WG-2), 2.8.0
 /// with overlapped grad reduction (WG-1), 2.10.0 with TE CUDA graphs (WG-7), 2.12.0 with weight
@@ -149,9 +133,7 @@ constexpr version delay_wgrad_te_floor(const settings& s, bool overlap_grad_redu
 }
 
 /// A Transformer Engine version is declared and older than `v`.
-constexpr bool te_older_than(const settings& s, version v) {
-  return s.te_version.has_value() && *s.te_version < v;
-}
+constexpr bool te_older_than(const settings& s, version v) { return s.te_version.has_value() && *s.te_version < v; }
 
 /// OPT-3 over a settings value: every integer in its domain, and (for run-time values, which
 /// need not come from option types) every enum a declared enumerator and every declared TP
@@ -159,28 +141,24 @@ constexpr bool te_older_than(const settings& s, version v) {
 constexpr bool in_domain(const settings& s) {
   const auto at_least = [](const std::optional<int>& v, int lo) { return !v || *v >= lo; };
   const bool sizes = tp(s) >= 1 && pp(s) >= 1 && cp(s) >= 1 && dp(s) >= 1 && ep(s) >= 1 &&
-                     at_least(s.expert_tensor_parallel_size, 1) &&
-                     at_least(s.virtual_pipeline_model_parallel_size, 2);
-  const bool integers =
-      at_least(s.num_moe_experts, 1) && at_least(s.moe_shared_expert_intermediate_size, 1) &&
-      (!s.bucket_size || *s.bucket_size >= 1) && at_least(s.num_buckets, 1) &&
-      at_least(s.mtp_num_layers, 0) && at_least(s.recompute_num_layers, 1) &&
-      (!s.cuda_device_max_connections ||
-       (*s.cuda_device_max_connections >= 1 && *s.cuda_device_max_connections <= 32)) &&
-      at_least(s.layernorm_sm_margin, 0);
+                     at_least(s.expert_tensor_parallel_size, 1) && at_least(s.virtual_pipeline_model_parallel_size, 2);
+  const bool integers = at_least(s.num_moe_experts, 1) && at_least(s.moe_shared_expert_intermediate_size, 1) &&
+                        (!s.bucket_size || *s.bucket_size >= 1) && at_least(s.num_buckets, 1) &&
+                        at_least(s.mtp_num_layers, 0) && at_least(s.recompute_num_layers, 1) &&
+                        (!s.cuda_device_max_connections ||
+                         (*s.cuda_device_max_connections >= 1 && *s.cuda_device_max_connections <= 32)) &&
+                        at_least(s.layernorm_sm_margin, 0);
   const auto opt_enum = [](const auto& v) { return !v || is_enumerator(*v); };
-  const bool enums =
-      is_enumerator(s.moe_token_dispatcher_type) && opt_enum(s.moe_flex_dispatcher_backend) &&
-      is_enumerator(s.precision) && opt_enum(s.recompute_granularity) &&
-      opt_enum(s.recompute_method) && is_enumerator(s.cuda_graph_impl) && opt_enum(s.gpu) &&
-      is_enumerator(s.tp_comm_bootstrap_backend) && s.recompute_modules.valid() &&
-      s.cuda_graph_modules.valid();
+  const bool enums = is_enumerator(s.moe_token_dispatcher_type) && opt_enum(s.moe_flex_dispatcher_backend) &&
+                     is_enumerator(s.precision) && opt_enum(s.recompute_granularity) && opt_enum(s.recompute_method) &&
+                     is_enumerator(s.cuda_graph_impl) && opt_enum(s.gpu) &&
+                     is_enumerator(s.tp_comm_bootstrap_backend) && s.recompute_modules.valid() &&
+                     s.cuda_graph_modules.valid();
   bool slots = true;
   if (s.tp_comm_overlap_cfg) {
     for (const ub::slot_id id : ub::all_slots) {
       const auto& declared = s.tp_comm_overlap_cfg->slots[id];
-      if (declared && (declared->method == ub::method::none || !is_enumerator(declared->method)))
-        slots = false;
+      if (declared && (declared->method == ub::method::none || !is_enumerator(declared->method))) slots = false;
     }
   }
   return sizes && integers && enums && slots;

@@ -39,8 +39,10 @@ std::vector<T> alternatives(const T& current) {
   if constexpr (std::is_same_v<T, bool>) {
     out.push_back(!current);
   } else if constexpr (std::is_same_v<T, std::optional<bool>>) {
-    if (current) out.push_back(!*current);  // unsetting reads like false: not offered twice
-    else out = {true, false};
+    if (current)
+      out.push_back(!*current);  // unsetting reads like false: not offered twice
+    else
+      out = {true, false};
   } else if constexpr (std::is_enum_v<T>) {
     for (std::size_t i = 0; i < enum_info<T>::count; ++i)
       if (static_cast<T>(i) != current) out.push_back(static_cast<T>(i));

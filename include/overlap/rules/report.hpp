@@ -21,7 +21,7 @@ struct diagnostic {
 
   /// Prints "[ID] message".
   template <class Stream>
-    requires requires(Stream& os, std::string_view v) { os << v; }
+  requires requires(Stream& os, std::string_view v) { os << v; }
   friend Stream& operator<<(Stream& os, const diagnostic& d) {
     os << std::string_view{"["} << d.id << std::string_view{"] "} << d.message;
     return os;

@@ -22,16 +22,11 @@ constexpr bool is_error(kind k) { return k == kind::option_error || k == kind::e
 constexpr std::string_view to_string(kind k) {
   switch (k) {
     case kind::option_error:
-    case kind::error:
-      return "E";
-    case kind::note:
-      return "N";
-    case kind::derivation:
-      return "D";
-    case kind::not_applicable:
-      return "N/A";
-    case kind::remark:
-      return "—";
+    case kind::error: return "E";
+    case kind::note: return "N";
+    case kind::derivation: return "D";
+    case kind::not_applicable: return "N/A";
+    case kind::remark: return "—";
   }
   return "?";
 }
@@ -50,14 +45,10 @@ enum class upstream : std::uint8_t { enforces, turns_off, ignores, unchecked };
 
 constexpr std::string_view to_string(upstream u) {
   switch (u) {
-    case upstream::enforces:
-      return "enforces";
-    case upstream::turns_off:
-      return "turns off";
-    case upstream::ignores:
-      return "ignores";
-    case upstream::unchecked:
-      return "does not check";
+    case upstream::enforces: return "enforces";
+    case upstream::turns_off: return "turns off";
+    case upstream::ignores: return "ignores";
+    case upstream::unchecked: return "does not check";
   }
   return "?";
 }
@@ -74,21 +65,18 @@ struct rule {
   condition applies = nullptr;  ///< E and N rules: true when the rule fires
   /// E rules upstream lets run: what it does then (null: upstream enforces the rule).
   upstream_rule upstream_of = nullptr;
-  std::string_view upstream_does{};              ///< ... in words
-  upstream_action as_upstream_runs = nullptr;    ///< ... to the settings
+  std::string_view upstream_does{};            ///< ... in words
+  upstream_action as_upstream_runs = nullptr;  ///< ... to the settings
 
   /// The text after "[ID] ".
   constexpr std::string_view message() const { return text.substr(id.size() + 3); }
   /// What upstream does with `s` where this E rule fires.
-  constexpr upstream upstream_for(const settings& s) const {
-    return upstream_of ? upstream_of(s) : upstream::enforces;
-  }
+  constexpr upstream upstream_for(const settings& s) const { return upstream_of ? upstream_of(s) : upstream::enforces; }
 };
 
 namespace detail {
-constexpr rule make_rule(std::string_view text, kind k, condition c = nullptr,
-                         upstream_rule u = nullptr, std::string_view does = {},
-                         upstream_action a = nullptr) {
+constexpr rule make_rule(std::string_view text, kind k, condition c = nullptr, upstream_rule u = nullptr,
+                         std::string_view does = {}, upstream_action a = nullptr) {
   return rule{text.substr(1, text.find(']') - 1), k, text, c, u, does, a};
 }
 }  // namespace detail
@@ -96,20 +84,16 @@ constexpr rule make_rule(std::string_view text, kind k, condition c = nullptr,
 /// The conditions of the E and N rules, one function per rule named after its id.
 namespace conditions {
 
-#define OVERLAP_CONDITION(name, text, ...)                                  \
-  constexpr bool name([[maybe_unused]] const settings& s,                   \
-                      [[maybe_unused]] const resolved_settings& r) {        \
-    return __VA_ARGS__;                                                     \
+#define OVERLAP_CONDITION(name, text, ...)                                                               \
+  constexpr bool name([[maybe_unused]] const settings& s, [[maybe_unused]] const resolved_settings& r) { \
+    return __VA_ARGS__;                                                                                  \
   }
 #define OVERLAP_OPTION_ERROR OVERLAP_CONDITION
 #define OVERLAP_ERROR OVERLAP_CONDITION
-#define OVERLAP_ERROR_UPSTREAM_RUNS(name, how, does, as_run, text, ...)          \
-  OVERLAP_CONDITION(name, text, __VA_ARGS__)                                      \
-  constexpr upstream name##_upstream([[maybe_unused]] const settings& s) {        \
-    return how;                                                                   \
-  }                                                                               \
-  constexpr void name##_as_run([[maybe_unused]] settings& s,                      \
-                               [[maybe_unused]] const resolved_settings& r) as_run
+#define OVERLAP_ERROR_UPSTREAM_RUNS(name, how, does, as_run, text, ...)                  \
+  OVERLAP_CONDITION(name, text, __VA_ARGS__)                                             \
+  constexpr upstream name##_upstream([[maybe_unused]] const settings& s) { return how; } \
+  constexpr void name##_as_run([[maybe_unused]] settings& s, [[maybe_unused]] const resolved_settings& r) as_run
 #define OVERLAP_NOTE OVERLAP_CONDITION
 #define OVERLAP_DERIVATION(name, text)
 #define OVERLAP_NOT_APPLICABLE(name, text)
@@ -120,10 +104,9 @@ namespace conditions {
 
 /// Every rule, in table order.
 inline constexpr rule table[] = {
-#define OVERLAP_OPTION_ERROR(name, text, ...) \
-  detail::make_rule(text, kind::option_error, &conditions::name),
+#define OVERLAP_OPTION_ERROR(name, text, ...) detail::make_rule(text, kind::option_error, &conditions::name),
 #define OVERLAP_ERROR(name, text, ...) detail::make_rule(text, kind::error, &conditions::name),
-#define OVERLAP_ERROR_UPSTREAM_RUNS(name, how, does, as_run, text, ...)                      \
+#define OVERLAP_ERROR_UPSTREAM_RUNS(name, how, does, as_run, text, ...)                       \
   detail::make_rule(text, kind::error, &conditions::name, &conditions::name##_upstream, does, \
                     &conditions::name##_as_run),
 #define OVERLAP_NOTE(name, text, ...) detail::make_rule(text, kind::note, &conditions::name),

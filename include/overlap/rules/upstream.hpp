@@ -22,13 +22,13 @@ namespace overlap {
 struct upstream_finding {
   const rules::rule* rule = nullptr;
   rules::upstream what = rules::upstream::ignores;  ///< turns off, ignores, or does not check
-  std::vector<std::string_view> changed;           ///< the settings fields upstream runs otherwise (none if unchecked)
+  std::vector<std::string_view> changed;            ///< the settings fields upstream runs otherwise (none if unchecked)
 };
 
 struct upstream_reading {
-  settings as_run;                       ///< the settings upstream runs
-  std::vector<upstream_finding> lenient; ///< in the order applied, then the rules upstream does not check
-  report errors;                         ///< `validate_runnable(as_run)`: only rules upstream enforces
+  settings as_run;                        ///< the settings upstream runs
+  std::vector<upstream_finding> lenient;  ///< in the order applied, then the rules upstream does not check
+  report errors;                          ///< `validate_runnable(as_run)`: only rules upstream enforces
 
   bool runs() const { return errors.ok(); }
 };
@@ -59,12 +59,14 @@ inline upstream_reading read_as_upstream(const settings& s) {
     }
     for (const upstream_finding& f : out.lenient)
       if (f.rule == next)
-        throw std::logic_error("overlap::read_as_upstream: rule " + std::string(next->id) + " fires again after upstream's action");
+        throw std::logic_error("overlap::read_as_upstream: rule " + std::string(next->id) +
+                               " fires again after upstream's action");
     const settings before = out.as_run;
     next->as_upstream_runs(out.as_run, derive(before));
     upstream_finding f{next, next->upstream_for(before), reflect::changed_fields(before, out.as_run)};
     if (f.changed.empty())
-      throw std::logic_error("overlap::read_as_upstream: upstream's action for rule " + std::string(next->id) + " changes nothing");
+      throw std::logic_error("overlap::read_as_upstream: upstream's action for rule " + std::string(next->id) +
+                             " changes nothing");
     out.lenient.push_back(std::move(f));
   }
 }

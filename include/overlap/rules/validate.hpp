@@ -15,8 +15,7 @@ namespace overlap {
 constexpr report validate(const settings& s) {
   report out;
   for (const rules::rule& x : rules::table)
-    if (x.kind == rules::kind::option_error && x.applies(s, resolved_settings{}))
-      out.add_violation(x);
+    if (x.kind == rules::kind::option_error && x.applies(s, resolved_settings{})) out.add_violation(x);
   if (!out.ok()) return out;
   const resolved_settings r = derive(s);
   for (const rules::rule& x : rules::table) {

@@ -18,9 +18,9 @@ namespace overlap::schedule {
 
 /// One parameter tensor of a rank's model chunk.
 struct parameter_tensor {
-  op_type of = op_type::none;  ///< what it is, named by its forward op (qkv_fprop, layernorm_fprop, ...)
-  int holder = 0;              ///< what computes with it: a chunk-local index (see step.hpp)
-  int layer = -1;              ///< its transformer layer; -1 for the embedding and output layer
+  op_type of = op_type::none;   ///< what it is, named by its forward op (qkv_fprop, layernorm_fprop, ...)
+  int holder = 0;               ///< what computes with it: a chunk-local index (see step.hpp)
+  int layer = -1;               ///< its transformer layer; -1 for the embedding and output layer
   std::int64_t parameters = 0;  ///< this rank's share
   bool expert = false;
   /// The compute op that first reads it in the forward (a norm: the GEMM it is fused into, as in
@@ -52,8 +52,7 @@ struct bucket {
 /// Packs the tensors of one group (`forward_order`: the chunk's tensors of that group in model
 /// order) into buckets; bucket 0 holds the last tensors of the model.
 inline std::vector<bucket> pack_buckets(const std::vector<parameter_tensor>& forward_order,
-                                        std::optional<std::int64_t> bucket_size,
-                                        std::optional<int> num_buckets) {
+                                        std::optional<std::int64_t> bucket_size, std::optional<int> num_buckets) {
   std::int64_t total = 0;
   for (const auto& t : forward_order) total += t.parameters;
   std::int64_t limit = total;

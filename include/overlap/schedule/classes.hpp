@@ -132,8 +132,10 @@ inline std::vector<int> refine(const layout& L, bool moe, int gpus_per_node, con
       for (const int m : t.groups[g].ranks) {
         const long c = colour[static_cast<std::size_t>(m)];
         auto& seq = runs[g];
-        if (!seq.empty() && seq[seq.size() - 2] == c) ++seq.back();
-        else seq.insert(seq.end(), {c, 1});
+        if (!seq.empty() && seq[seq.size() - 2] == c)
+          ++seq.back();
+        else
+          seq.insert(seq.end(), {c, 1});
       }
     const std::vector<int> sequence = number(runs).first;
     for (int r = 0; r < world; ++r) {
@@ -205,8 +207,7 @@ inline std::vector<program> compose_step(const settings& s, const resolved_setti
     throw std::invalid_argument("compose_step: the class map has " + std::to_string(classes.world()) +
                                 " ranks but the layout " + std::to_string(k.ranks.world()));
   std::vector<program> step;
-  for (const int rank : classes.representatives())
-    step.push_back(detail::rank_builder(k, s, r, w, rank).build());
+  for (const int rank : classes.representatives()) step.push_back(detail::rank_builder(k, s, r, w, rank).build());
   return step;
 }
 

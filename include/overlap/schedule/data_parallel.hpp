@@ -60,11 +60,20 @@ class dp_buckets {
  public:
   dp_buckets(emitter& e, int compute_stream, dp_plan plan, const settings& s, const resolved_settings& r,
              int micro_batches, int element_bytes)
-      : e_(e), compute_(compute_stream), micro_batches_(micro_batches), r_(r), dist_opt_(s.distributed_optimizer),
-        param_bytes_(element_bytes), grad_bytes_(s.grad_reduce_in_fp32 ? 4 : element_bytes),
-        embedding_(std::move(plan.embedding)), embedding_parameters_(plan.embedding_parameters),
-        embedding_of_(plan.embedding_of), reduce_after_pipeline_(plan.reduce_after_pipeline), pp_(plan.pp),
-        stage_(plan.stage), chunks_(static_cast<int>(plan.chunks.size())) {
+      : e_(e),
+        compute_(compute_stream),
+        micro_batches_(micro_batches),
+        r_(r),
+        dist_opt_(s.distributed_optimizer),
+        param_bytes_(element_bytes),
+        grad_bytes_(s.grad_reduce_in_fp32 ? 4 : element_bytes),
+        embedding_(std::move(plan.embedding)),
+        embedding_parameters_(plan.embedding_parameters),
+        embedding_of_(plan.embedding_of),
+        reduce_after_pipeline_(plan.reduce_after_pipeline),
+        pp_(plan.pp),
+        stage_(plan.stage),
+        chunks_(static_cast<int>(plan.chunks.size())) {
     const group* groups[2] = {&plan.dense, &plan.expert};
     for (int part = 0; part < 2; ++part) {
       const bool active = groups[part]->ranks.size() > 1;
@@ -174,7 +183,8 @@ class dp_buckets {
       shards.push_back(state);
     }
     std::int64_t updated = replicated_parameters_;
-    for (int part = 0; part < 2; ++part) updated += dist_opt_ ? reduced_parameters_[part] / size_[part] : reduced_parameters_[part];
+    for (int part = 0; part < 2; ++part)
+      updated += dist_opt_ ? reduced_parameters_[part] / size_[part] : reduced_parameters_[part];
     // Adam moves about 16 bytes per parameter of this rank's shard (or replica).
     e_.compute(compute_, {.type = op_type::optimizer_step}, 0, std::move(reduced), std::move(shards), 16 * updated);
   }
@@ -234,7 +244,8 @@ class dp_buckets {
   std::vector<int> tensor_buffers(const std::vector<parameter_tensor>& list, bool grads) {
     std::vector<int> out;
     for (const auto& t : list) {
-      const int b = e_.buffer(grads ? gradients(t.used_by, t.layer, t.expert) : parameters(t.used_by, t.layer, t.expert));
+      const int b =
+          e_.buffer(grads ? gradients(t.used_by, t.layer, t.expert) : parameters(t.used_by, t.layer, t.expert));
       if (out.empty() || out.back() != b) out.push_back(b);
     }
     return out;
@@ -260,8 +271,9 @@ class dp_buckets {
   }
   void reduce(int stream, std::size_t b) {
     auto& k = buckets_[b];
-    e_.collective(stream, key(op_type::dp_grad_reduce, k), dist_opt_ ? collective::reduce_scatter : collective::all_reduce,
-                  comm_[k.part], k.packed.parameters * grad_bytes_, tensors(k, true),
+    e_.collective(stream, key(op_type::dp_grad_reduce, k),
+                  dist_opt_ ? collective::reduce_scatter : collective::all_reduce, comm_[k.part],
+                  k.packed.parameters * grad_bytes_, tensors(k, true),
                   {e_.buffer(bucket_buffer(buffer_kind::reduced_gradients, k))});
   }
 

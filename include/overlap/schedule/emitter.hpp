@@ -7,8 +7,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <functional>
-#include <unordered_map>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -27,18 +27,35 @@ inline buffer activation_grad(int layer, int micro_batch) {
 /// op that reads them first; none for ops without weights.
 constexpr op_type weights_of(op_type t) {
   switch (t) {
-    case op_type::qkv_fprop: case op_type::qkv_dgrad: case op_type::qkv_wgrad: return op_type::qkv_fprop;
-    case op_type::proj_fprop: case op_type::proj_dgrad: case op_type::proj_wgrad: return op_type::proj_fprop;
-    case op_type::fc1_fprop: case op_type::fc1_dgrad: case op_type::fc1_wgrad: return op_type::fc1_fprop;
-    case op_type::fc2_fprop: case op_type::fc2_dgrad: case op_type::fc2_wgrad: return op_type::fc2_fprop;
-    case op_type::router_fprop: case op_type::router_bprop: return op_type::router_fprop;
-    case op_type::experts_fprop: case op_type::experts_dgrad: case op_type::experts_wgrad: return op_type::experts_fprop;
-    case op_type::shared_experts_fprop: case op_type::shared_experts_dgrad: case op_type::shared_experts_wgrad:
-      return op_type::shared_experts_fprop;
-    case op_type::embedding_fprop: case op_type::embedding_bprop: return op_type::embedding_fprop;
-    case op_type::lm_head_fprop: case op_type::lm_head_bprop: return op_type::lm_head_fprop;
-    case op_type::mtp_proj_fprop: case op_type::mtp_proj_dgrad: case op_type::mtp_proj_wgrad: return op_type::mtp_proj_fprop;
-    case op_type::layernorm_fprop: case op_type::layernorm_bprop: return op_type::layernorm_fprop;
+    case op_type::qkv_fprop:
+    case op_type::qkv_dgrad:
+    case op_type::qkv_wgrad: return op_type::qkv_fprop;
+    case op_type::proj_fprop:
+    case op_type::proj_dgrad:
+    case op_type::proj_wgrad: return op_type::proj_fprop;
+    case op_type::fc1_fprop:
+    case op_type::fc1_dgrad:
+    case op_type::fc1_wgrad: return op_type::fc1_fprop;
+    case op_type::fc2_fprop:
+    case op_type::fc2_dgrad:
+    case op_type::fc2_wgrad: return op_type::fc2_fprop;
+    case op_type::router_fprop:
+    case op_type::router_bprop: return op_type::router_fprop;
+    case op_type::experts_fprop:
+    case op_type::experts_dgrad:
+    case op_type::experts_wgrad: return op_type::experts_fprop;
+    case op_type::shared_experts_fprop:
+    case op_type::shared_experts_dgrad:
+    case op_type::shared_experts_wgrad: return op_type::shared_experts_fprop;
+    case op_type::embedding_fprop:
+    case op_type::embedding_bprop: return op_type::embedding_fprop;
+    case op_type::lm_head_fprop:
+    case op_type::lm_head_bprop: return op_type::lm_head_fprop;
+    case op_type::mtp_proj_fprop:
+    case op_type::mtp_proj_dgrad:
+    case op_type::mtp_proj_wgrad: return op_type::mtp_proj_fprop;
+    case op_type::layernorm_fprop:
+    case op_type::layernorm_bprop: return op_type::layernorm_fprop;
     default: return op_type::none;
   }
 }
@@ -47,10 +64,17 @@ constexpr op_type weights_of(op_type t) {
 /// weight-gradient GEMM, and the backward of what has no separate weight gradient.
 constexpr op_type gradients_of(op_type t) {
   switch (t) {
-    case op_type::qkv_wgrad: case op_type::proj_wgrad: case op_type::fc1_wgrad: case op_type::fc2_wgrad:
-    case op_type::mtp_proj_wgrad: case op_type::router_bprop: case op_type::experts_wgrad: case op_type::shared_experts_wgrad:
-    case op_type::embedding_bprop: case op_type::lm_head_bprop: case op_type::layernorm_bprop:
-      return weights_of(t);
+    case op_type::qkv_wgrad:
+    case op_type::proj_wgrad:
+    case op_type::fc1_wgrad:
+    case op_type::fc2_wgrad:
+    case op_type::mtp_proj_wgrad:
+    case op_type::router_bprop:
+    case op_type::experts_wgrad:
+    case op_type::shared_experts_wgrad:
+    case op_type::embedding_bprop:
+    case op_type::lm_head_bprop:
+    case op_type::layernorm_bprop: return weights_of(t);
     default: return op_type::none;
   }
 }
@@ -63,7 +87,6 @@ inline buffer parameters(op_type of, int layer, bool expert = false) {
 inline buffer gradients(op_type of, int layer, bool expert = false) {
   return {.kind = buffer_kind::gradients, .of = of, .at = {.layer = layer}, .expert = expert};
 }
-
 
 class emitter {
  public:
@@ -125,30 +148,50 @@ class emitter {
   void compute(int stream, op_key key, double flops, buffer_list reads, buffer_list writes,
                std::int64_t memory_bytes = 0, gemm_shape gemm = {}) {
     if (hooks_.before) hooks_.before(key);
-    push({.kind = op_kind::compute, .format = format_of(key.type),
-          .stream = stream, .key = key, .flops = flops, .gemm = gemm,
-          .memory_bytes = memory_bytes, .reads = std::move(reads), .writes = std::move(writes)});
+    push({.kind = op_kind::compute,
+          .format = format_of(key.type),
+          .stream = stream,
+          .key = key,
+          .flops = flops,
+          .gemm = gemm,
+          .memory_bytes = memory_bytes,
+          .reads = std::move(reads),
+          .writes = std::move(writes)});
     if (hooks_.after) hooks_.after(key);
   }
   /// A GEMM of `shape` (its flops follow from it).
   /// A GEMM op; `memory_bytes` are those of the memory-bound kernels its module runs around it.
   void gemm(int stream, op_key key, gemm_shape shape, buffer_list reads, buffer_list writes,
             std::int64_t memory_bytes = 0) {
-    const double flops = 2.0 * static_cast<double>(shape.m) * static_cast<double>(shape.n) * static_cast<double>(shape.k);
+    const double flops =
+        2.0 * static_cast<double>(shape.m) * static_cast<double>(shape.n) * static_cast<double>(shape.k);
     compute(stream, key, flops, std::move(reads), std::move(writes), memory_bytes, shape);
   }
   /// A collective on communicator `comm`, numbered in the communicator's order.
-  void collective(int stream, op_key key, schedule::collective c, int comm, std::int64_t bytes,
-                  buffer_list reads, buffer_list writes, int sms = -1) {
-    push({.kind = op_kind::collective, .stream = stream, .key = key, .coll = c, .comm = comm,
-          .seq = seq_[static_cast<std::size_t>(comm)]++, .bytes = bytes, .sms = sms,
-          .reads = std::move(reads), .writes = std::move(writes)});
+  void collective(int stream, op_key key, schedule::collective c, int comm, std::int64_t bytes, buffer_list reads,
+                  buffer_list writes, int sms = -1) {
+    push({.kind = op_kind::collective,
+          .stream = stream,
+          .key = key,
+          .coll = c,
+          .comm = comm,
+          .seq = seq_[static_cast<std::size_t>(comm)]++,
+          .bytes = bytes,
+          .sms = sms,
+          .reads = std::move(reads),
+          .writes = std::move(writes)});
   }
   /// A send (reads `data`) or recv (writes `data`) with communicator rank `peer` of `comm`.
-  void p2p(op_kind kind, int stream, op_key key, int comm, int peer, std::int64_t bytes,
-           buffer_list data, int group = -1, int sms = -1) {
-    op o{.kind = kind, .stream = stream, .key = key, .comm = comm, .peer = peer, .bytes = bytes,
-         .sms = sms, .group = group};
+  void p2p(op_kind kind, int stream, op_key key, int comm, int peer, std::int64_t bytes, buffer_list data,
+           int group = -1, int sms = -1) {
+    op o{.kind = kind,
+         .stream = stream,
+         .key = key,
+         .comm = comm,
+         .peer = peer,
+         .bytes = bytes,
+         .sms = sms,
+         .group = group};
     (kind == op_kind::send ? o.reads : o.writes) = std::move(data);
     push(std::move(o));
   }
@@ -187,14 +230,16 @@ class emitter {
   }
   void materialize(int stream) {
     if (static_cast<std::size_t>(stream) >= deferred_.size() || deferred_[stream] < 0) return;
-    p_.ops.push_back({.kind = op_kind::record, .stream = stream, .key = {.type = op_type::event_record},
+    p_.ops.push_back({.kind = op_kind::record,
+                      .stream = stream,
+                      .key = {.type = op_type::event_record},
                       .event = deferred_[stream]});
     deferred_[stream] = -1;
   }
 
   program& p_;
   int groups_ = 0;
-  std::vector<int> deferred_;  ///< per stream: the event whose record is not issued yet, or -1
+  std::vector<int> deferred_;      ///< per stream: the event whose record is not issued yet, or -1
   std::vector<std::int64_t> seq_;  ///< per communicator: collectives issued so far
   /// A buffer description's fields mixed into one word (a lookup per op's every buffer: a hash
   /// table, not a tree of eight-field keys).

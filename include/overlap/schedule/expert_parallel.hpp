@@ -32,14 +32,14 @@ namespace overlap::schedule::detail {
 
 /// The MoE sizes of one rank's layers.
 struct moe_shape {
-  int experts = 0;         ///< routed experts of the model
-  int shared_ffn = 0;      ///< moe_shared_expert_intermediate_size (0: none)
+  int experts = 0;     ///< routed experts of the model
+  int shared_ffn = 0;  ///< moe_shared_expert_intermediate_size (0: none)
   bool delay_wgrad = false;
   /// ep_overlap_early_attn_memory_release: the backward micro-batch's attention backward runs
   /// before the forward one's experts, freeing its attention's tensors sooner; the forward's
   /// combine then has no compute of the other micro-batch to run under.
   bool early_attn_release = false;
-  bool recompute_experts = false;  ///< selective recompute of the routed experts ("moe")
+  bool recompute_experts = false;     ///< selective recompute of the routed experts ("moe")
   bool recompute_activation = false;  ///< ... of their activation alone ("moe_act"): inside their dgrad
   bool recompute_shared = false;      ///< ... of the shared experts ("shared_experts")
   bool recompute_norm = false;        ///< ... of the norm before the router ("layernorm"): inside its backward
@@ -55,9 +55,12 @@ class moe_builder {
  public:
   /// `ep_group` holds this rank (one rank: no dispatch or combine); `tp` ranks share a
   /// micro-batch's tokens (sequence parallel), so each routes and computes a 1/tp share.
-  moe_builder(emitter& e, int compute_stream, const group& ep_group, const workload& w, int tp,
-              int element_bytes, moe_shape shape)
-      : e_(e), shape_(shape), ep_(static_cast<int>(ep_group.ranks.size())), compute_(compute_stream),
+  moe_builder(emitter& e, int compute_stream, const group& ep_group, const workload& w, int tp, int element_bytes,
+              moe_shape shape)
+      : e_(e),
+        shape_(shape),
+        ep_(static_cast<int>(ep_group.ranks.size())),
+        compute_(compute_stream),
         ep_stream_(ep_ > 1 ? e.add_stream(stream_role::ep_comm, -1) : compute_stream),
         comm_(ep_ > 1 ? e.comm(ep_group.name, ep_group.ranks) : -1) {
     tokens_ = static_cast<double>(w.tokens()) / tp;
@@ -66,7 +69,8 @@ class moe_builder {
     norm_bytes_ = tokens_per_rank_ * hidden_ * element_bytes;
     routed_bytes_ = tokens_per_rank_ * w.moe_router_topk * w.hidden_size * element_bytes;
     // One tensor of the routed rows as wide as an expert's FFN.
-    const std::int64_t routed_ffn = tokens_per_rank_ * w.moe_router_topk * std::int64_t{w.moe_ffn_hidden_size} * element_bytes;
+    const std::int64_t routed_ffn =
+        tokens_per_rank_ * w.moe_router_topk * std::int64_t{w.moe_ffn_hidden_size} * element_bytes;
     // The router's scores (fp32) and the norm's output before it, which its weight gradient reads.
     router_saved_bytes_ = tokens_per_rank_ * shape.experts * 4 + norm_bytes_;
     // Each routed row's fc1 output (2 f, the SwiGLU's input) and the SwiGLU's output (fc2's
@@ -100,17 +104,19 @@ class moe_builder {
     }
     if (fwd) work_in_chain(chain_f_, [&] { forward_entry(tp, fat); });
     if (bwd) work_in_chain(chain_b_, [&] { experts_backward(bat, !shape_.delay_wgrad); });
-    if (fwd && ep_ > 1 && shape_.host_token_counts)
-      e_.host_wait(key(op_type::moe_token_count_sync, fat), chain_f_);
-    if (fwd) comm_in_chain(chain_f_, op_type::ep_dispatch, fat, tokens(op_type::permute_fprop, fat),
-                           tokens(op_type::ep_dispatch, fat));
+    if (fwd && ep_ > 1 && shape_.host_token_counts) e_.host_wait(key(op_type::moe_token_count_sync, fat), chain_f_);
+    if (fwd)
+      comm_in_chain(chain_f_, op_type::ep_dispatch, fat, tokens(op_type::permute_fprop, fat),
+                    tokens(op_type::ep_dispatch, fat));
     if (bwd && shape_.delay_wgrad) experts_wgrad(bat);
-    if (bwd) comm_in_chain(chain_b_, op_type::ep_dispatch_bprop, bat, tokens(op_type::experts_dgrad, bat),
-                           tokens(op_type::ep_dispatch_bprop, bat));
+    if (bwd)
+      comm_in_chain(chain_b_, op_type::ep_dispatch_bprop, bat, tokens(op_type::experts_dgrad, bat),
+                    tokens(op_type::ep_dispatch_bprop, bat));
     if (bwd && shape_.early_attn_release) work_in_chain(chain_b_, [&] { backward_exit(tp, bat); });
     if (fwd) work_in_chain(chain_f_, [&] { experts_forward(fat); });
-    if (fwd) comm_in_chain(chain_f_, op_type::ep_combine, fat, tokens(op_type::experts_fprop, fat),
-                           tokens(op_type::ep_combine, fat));
+    if (fwd)
+      comm_in_chain(chain_f_, op_type::ep_combine, fat, tokens(op_type::experts_fprop, fat),
+                    tokens(op_type::ep_combine, fat));
     if (bwd && !shape_.early_attn_release) work_in_chain(chain_b_, [&] { backward_exit(tp, bat); });
     if (bwd && shape_.delay_wgrad) tp.attention_wgrad();
     if (fwd) pending_ = fat;
@@ -151,7 +157,7 @@ class moe_builder {
     return e_.buffer({.kind = buffer_kind::tokens, .of = of, .at = at}, routed_bytes_);
   }
   int ws(op_type of, location at) {
-    const std::int64_t bytes = of == op_type::router_fprop         ? router_saved_bytes_
+    const std::int64_t bytes = of == op_type::router_fprop           ? router_saved_bytes_
                                : of == op_type::experts_fprop        ? experts_saved_bytes_
                                : of == op_type::shared_experts_fprop ? shared_saved_bytes_
                                                                      : norm_bytes_;
@@ -199,8 +205,8 @@ class moe_builder {
   void forward_entry(tp_builder& tp, location at) {
     if (pending_) unpermute(*pending_);
     pending_.reset();
-    const int attention = tp.attention_forward(at.layer, at.micro_batch, e_.buffer(activation(at.layer, at.micro_batch)),
-                                               recompute_);
+    const int attention =
+        tp.attention_forward(at.layer, at.micro_batch, e_.buffer(activation(at.layer, at.micro_batch)), recompute_);
     tp_attention_out_ = attention;
     // The router's module: the residual add and the norm before it.
     e_.gemm(compute_, key(op_type::router_fprop, at), {tokens_per_rank_, shape_.experts, hidden_},
@@ -213,8 +219,8 @@ class moe_builder {
     experts(op_type::experts_fprop, at, {dispatched(at), params(op_type::experts_fprop, at)},
             {tokens(op_type::experts_fprop, at), ws(op_type::experts_fprop, at)});
     if (shape_.shared_ffn > 0)
-      compute(op_type::shared_experts_fprop, at, shared_flops_, {tp_attention_out_, params(op_type::shared_experts_fprop, at)},
-              {ws(op_type::shared_experts_fprop, at)});
+      compute(op_type::shared_experts_fprop, at, shared_flops_,
+              {tp_attention_out_, params(op_type::shared_experts_fprop, at)}, {ws(op_type::shared_experts_fprop, at)});
   }
   void unpermute(location at) {
     std::vector<int> reads{combined(at), ws(op_type::router_fprop, at)};
@@ -235,8 +241,8 @@ class moe_builder {
     }
     if (shape_.shared_ffn > 0) {
       const int saved = ws(op_type::shared_experts_fprop, at);
-      compute(op_type::shared_experts_dgrad, at, shared_flops_, {grad, saved, params(op_type::shared_experts_dgrad, at)},
-              {ws(op_type::shared_experts_dgrad, at)});
+      compute(op_type::shared_experts_dgrad, at, shared_flops_,
+              {grad, saved, params(op_type::shared_experts_dgrad, at)}, {ws(op_type::shared_experts_dgrad, at)});
       compute(op_type::shared_experts_wgrad, at, shared_flops_, {grad, saved, grads(op_type::shared_experts_wgrad, at)},
               {grads(op_type::shared_experts_wgrad, at)});
     }
@@ -265,7 +271,8 @@ class moe_builder {
     compute(op_type::router_bprop, at, 2 * router_flops_,
             {grad, ws(op_type::router_fprop, at), tp.attention_output(at.layer, at.micro_batch),
              grads(op_type::router_bprop, at)},
-            {grads(op_type::router_bprop, at)}, (add_norm_backward_tensors + (shape_.recompute_norm ? 2 : 0)) * norm_bytes_);
+            {grads(op_type::router_bprop, at)},
+            (add_norm_backward_tensors + (shape_.recompute_norm ? 2 : 0)) * norm_bytes_);
     tp.attention_backward(at.layer, at.micro_batch, grad, e_.buffer(activation(at.layer, at.micro_batch)),
                           e_.buffer(activation_grad(at.layer, at.micro_batch)), shape_.delay_wgrad);
   }
@@ -278,7 +285,7 @@ class moe_builder {
   std::int64_t tokens_per_rank_ = 0, hidden_ = 0;
   std::int64_t routed_bytes_ = 0;
   std::int64_t activation_bytes_ = 0;  ///< the routed SwiGLU recomputed inside the experts' dgrad
-  std::int64_t norm_bytes_ = 0;  ///< one tensor of the local tokens
+  std::int64_t norm_bytes_ = 0;        ///< one tensor of the local tokens
   /// What the router, the routed experts and the shared experts keep for their backward.
   std::int64_t router_saved_bytes_ = 0, experts_saved_bytes_ = 0, shared_saved_bytes_ = 0;
   bool recompute_ = false;

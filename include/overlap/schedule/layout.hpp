@@ -42,26 +42,31 @@ class layout {
   }
 
   group tensor_parallel(const place& p) const {
-    return make("tp" + where(p, false, true, true, true), [&](int k) { return with(p, k, p.cp, p.dp, p.stage); }, tp_);
+    return make(
+        "tp" + where(p, false, true, true, true), [&](int k) { return with(p, k, p.cp, p.dp, p.stage); }, tp_);
   }
   group data_parallel(const place& p) const {
-    return make("dp" + where(p, true, true, false, true), [&](int k) { return with(p, p.tp, p.cp, k, p.stage); }, dp_);
+    return make(
+        "dp" + where(p, true, true, false, true), [&](int k) { return with(p, p.tp, p.cp, k, p.stage); }, dp_);
   }
   /// The stages of `p`'s pipeline, first to last.
   group pipeline(const place& p) const {
-    return make("pp" + where(p, true, true, true, false), [&](int k) { return with(p, p.tp, p.cp, p.dp, k); }, pp_);
+    return make(
+        "pp" + where(p, true, true, true, false), [&](int k) { return with(p, p.tp, p.cp, p.dp, k); }, pp_);
   }
   /// The ep group of `p`: `ep` consecutive ranks of its stage.
   group expert_parallel(const place& p) const {
     const int x = index_in_stage(p);
-    return make("ep.s" + std::to_string(p.stage) + ".g" + std::to_string(x / ep_),
-                [&](int k) { return p.stage * stage_size() + x / ep_ * ep_ + k; }, ep_);
+    return make(
+        "ep.s" + std::to_string(p.stage) + ".g" + std::to_string(x / ep_),
+        [&](int k) { return p.stage * stage_size() + x / ep_ * ep_ + k; }, ep_);
   }
   /// The ranks of `p`'s stage at `p`'s place in their ep groups (the experts' data parallelism).
   group expert_data_parallel(const place& p) const {
     const int x = index_in_stage(p);
-    return make("edp.s" + std::to_string(p.stage) + ".e" + std::to_string(x % ep_),
-                [&](int k) { return p.stage * stage_size() + x % ep_ + k * ep_; }, stage_size() / ep_);
+    return make(
+        "edp.s" + std::to_string(p.stage) + ".e" + std::to_string(x % ep_),
+        [&](int k) { return p.stage * stage_size() + x % ep_ + k * ep_; }, stage_size() / ep_);
   }
   /// A rank's place for people: "pp1 tp0 dp4", with "cp" and "ep" (its place in its ep group)
   /// where those sizes exceed 1.
@@ -75,8 +80,9 @@ class layout {
   }
   /// The first and last stage of `p`'s pipeline: the shared embedding's gradient all-reduce.
   group embedding(const place& p) const {
-    group g = make("embd" + where(p, true, true, true, false),
-                   [&](int k) { return with(p, p.tp, p.cp, p.dp, k == 0 ? 0 : pp_ - 1); }, 2);
+    group g = make(
+        "embd" + where(p, true, true, true, false),
+        [&](int k) { return with(p, p.tp, p.cp, p.dp, k == 0 ? 0 : pp_ - 1); }, 2);
     return g;
   }
 

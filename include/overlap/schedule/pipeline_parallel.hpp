@@ -67,9 +67,9 @@ inline bool steady_pair(std::size_t i, int warmup, std::size_t actions) {
 inline std::vector<pp_action> pipeline_order(int stage, int stages, int chunks, int micro_batches,
                                              int extra_warmup = 0) {
   if (chunks > 1 && micro_batches % stages != 0)
-    throw std::invalid_argument("interleaved 1F1B needs micro-batches (" +
-                                std::to_string(micro_batches) + ") to be a multiple of pp (" +
-                                std::to_string(stages) + "): upstream's dependency bubbles");
+    throw std::invalid_argument("interleaved 1F1B needs micro-batches (" + std::to_string(micro_batches) +
+                                ") to be a multiple of pp (" + std::to_string(stages) +
+                                "): upstream's dependency bubbles");
   // Virtual micro-batch k -> (micro-batch, chunk) of its forward: groups of `stages`
   // micro-batches per chunk (one group of all micro-batches without interleaving).
   const int group = chunks > 1 ? stages : micro_batches;
@@ -79,9 +79,7 @@ inline std::vector<pp_action> pipeline_order(int stage, int stages, int chunks, 
       for (int mb = first; mb < first + group; ++mb) table.push_back({true, mb, c});
   const int total = static_cast<int>(table.size());
   const int warmup = pipeline_warmup(stage, stages, chunks, micro_batches, extra_warmup);
-  const auto backward = [&](int k) {
-    return pp_action{false, table[k].micro_batch, chunks - 1 - table[k].chunk};
-  };
+  const auto backward = [&](int k) { return pp_action{false, table[k].micro_batch, chunks - 1 - table[k].chunk}; };
   std::vector<pp_action> order;
   for (int k = 0; k < warmup; ++k) order.push_back(table[k]);
   for (int k = 0; k + warmup < total; ++k) {
@@ -100,17 +98,22 @@ namespace detail {
 /// from those of the other pipelines of the layout.
 class pp_stage {
  public:
-  pp_stage(emitter& e, int compute_stream, int stage, const group& pipeline, int chunks,
-           std::vector<int> first_layers, int micro_batches, int extra_warmup, std::int64_t activation_bytes,
-           bool overlap)
-      : e_(e), compute_(compute_stream), stage_(stage),
-        stages_(static_cast<int>(pipeline.ranks.size())), chunks_(chunks),
-        first_(std::move(first_layers)), ranks_(pipeline.ranks), suffix_(pipeline.name.substr(2)),
+  pp_stage(emitter& e, int compute_stream, int stage, const group& pipeline, int chunks, std::vector<int> first_layers,
+           int micro_batches, int extra_warmup, std::int64_t activation_bytes, bool overlap)
+      : e_(e),
+        compute_(compute_stream),
+        stage_(stage),
+        stages_(static_cast<int>(pipeline.ranks.size())),
+        chunks_(chunks),
+        first_(std::move(first_layers)),
+        ranks_(pipeline.ranks),
+        suffix_(pipeline.name.substr(2)),
         bytes_(activation_bytes),
         overlap_(overlap),
         order_(pipeline_order(stage, stages_, chunks, micro_batches, extra_warmup)),
         warmup_(pipeline_warmup(stage, stages_, chunks, micro_batches, extra_warmup)),
-        posted_(order_.size(), -1), step_start_(order_.size(), true),
+        posted_(order_.size(), -1),
+        step_start_(order_.size(), true),
         first_stream_(static_cast<int>(e.target().streams.size())) {
     // Interleaved (or EP-paired) steady state: a forward directly followed by a backward is one
     // step.
@@ -121,8 +124,7 @@ class pp_stage {
     // gives each communicator its own, so a receive still waiting on one neighbour does not
     // hold up the other direction.
     const int streams = overlap_ ? 4 : 1;
-    for (int k = 0; k < streams; ++k)
-      e_.add_stream(k < 2 ? stream_role::pp_send : stream_role::pp_recv, -1);
+    for (int k = 0; k < streams; ++k) e_.add_stream(k < 2 ? stream_role::pp_send : stream_role::pp_recv, -1);
   }
 
   const std::vector<pp_action>& order() const { return order_; }
@@ -147,8 +149,10 @@ class pp_stage {
     if (has_output(a)) {
       cross(compute_, stream_of(op_kind::send, a.forward));
       op o = transfer(op_kind::send, a);
-      if (overlap_) push(std::move(o));
-      else pending_.push_back(std::move(o));
+      if (overlap_)
+        push(std::move(o));
+      else
+        pending_.push_back(std::move(o));
     }
     if (!overlap_) return;
     for (std::size_t j = i + 1; j < order_.size(); ++j)
@@ -159,7 +163,8 @@ class pp_stage {
   }
 
   void finish() {
-    if (!overlap_) flush({});
+    if (!overlap_)
+      flush({});
     else  // the step ends when the last sends have left
       for (const bool forward : {true, false}) cross(stream_of(op_kind::send, forward), compute_);
   }
@@ -188,9 +193,12 @@ class pp_stage {
     const auto v = static_cast<std::size_t>(a.chunk * stages_ + stage_);
     const int layer = a.forward == send ? first_[v + 1] : first_[v];
     const int data = e_.buffer(a.forward ? activation(layer, a.micro_batch) : activation_grad(layer, a.micro_batch));
-    op o{.kind = kind, .stream = stream_of(kind, a.forward),
-         .key = {.type = type, .at = {.micro_batch = a.micro_batch, .chunk = a.chunk}}, .comm = comm,
-         .peer = peer, .bytes = bytes_};
+    op o{.kind = kind,
+         .stream = stream_of(kind, a.forward),
+         .key = {.type = type, .at = {.micro_batch = a.micro_batch, .chunk = a.chunk}},
+         .comm = comm,
+         .peer = peer,
+         .bytes = bytes_};
     (send ? o.reads : o.writes).push_back(data);
     return o;
   }
@@ -233,9 +241,9 @@ class pp_stage {
   bool overlap_;
   std::vector<pp_action> order_;
   int warmup_;
-  std::vector<int> posted_;  ///< per action: the event of its posted receive, or -1
+  std::vector<int> posted_;       ///< per action: the event of its posted receive, or -1
   std::vector<bool> step_start_;  ///< batched mode: whether action i starts a step
-  std::vector<op> pending_;  ///< batched mode: sends waiting for the next group
+  std::vector<op> pending_;       ///< batched mode: sends waiting for the next group
   int first_stream_ = 0;
 };
 

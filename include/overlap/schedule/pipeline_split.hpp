@@ -70,11 +70,16 @@ inline std::vector<layout_stage> parse_pipeline_layout(std::string_view text) {
   std::vector<layout_stage> out(1);
   for (const char c : flat) {
     layout_stage& s = out.back();
-    if (c == '|') out.emplace_back();
-    else if (c == 'E') ++s.embedding;
-    else if (c == 't') ++s.layers;
-    else if (c == 'm') ++s.mtp;
-    else ++s.loss;
+    if (c == '|')
+      out.emplace_back();
+    else if (c == 'E')
+      ++s.embedding;
+    else if (c == 't')
+      ++s.layers;
+    else if (c == 'm')
+      ++s.mtp;
+    else
+      ++s.loss;
   }
   return out;
 }
@@ -116,8 +121,10 @@ inline std::vector<int> split_layers(const workload& w, int pp, int chunks, int 
       out[v] = s.layers;
       layers += s.layers;
       mtp += s.mtp;
-      need(s.embedding == (v == 0 ? 1 : 0), "pipeline_model_parallel_layout: the embedding 'E' must be once, in the first stage");
-      need(s.loss == (v + 1 == layout.size() ? 1 : 0), "pipeline_model_parallel_layout: the loss 'L' must be once, in the last stage");
+      need(s.embedding == (v == 0 ? 1 : 0),
+           "pipeline_model_parallel_layout: the embedding 'E' must be once, in the first stage");
+      need(s.loss == (v + 1 == layout.size() ? 1 : 0),
+           "pipeline_model_parallel_layout: the loss 'L' must be once, in the last stage");
     }
     need(layers == w.num_layers, "pipeline_model_parallel_layout has " + std::to_string(layers) +
                                      " transformer layers ('t'), num_layers is " + std::to_string(w.num_layers));
@@ -142,11 +149,11 @@ inline std::vector<int> split_layers(const workload& w, int pp, int chunks, int 
   } else {
     const int extra = w.account_for_embedding_in_pipeline_split + w.account_for_loss_in_pipeline_split;
     const int total = w.num_layers + extra;
-    need(total % stages == 0,
-         "num_layers (" + std::to_string(w.num_layers) + (extra ? " + " + std::to_string(extra) + " for the embedding/loss" : std::string()) +
-             ") must be a multiple of " + pp_vpp +
-             " (Megatron-Core refuses it too); give pipeline_model_parallel_layout or "
-             "num_layers_in_first/last_pipeline_stage for an uneven split");
+    need(total % stages == 0, "num_layers (" + std::to_string(w.num_layers) +
+                                  (extra ? " + " + std::to_string(extra) + " for the embedding/loss" : std::string()) +
+                                  ") must be a multiple of " + pp_vpp +
+                                  " (Megatron-Core refuses it too); give pipeline_model_parallel_layout or "
+                                  "num_layers_in_first/last_pipeline_stage for an uneven split");
     if (problems.size() > before) return {};
     out.assign(static_cast<std::size_t>(stages), total / stages);
     if (w.account_for_embedding_in_pipeline_split) --out.front();

@@ -138,19 +138,21 @@ inline std::int64_t checked_qkv_parameters(const workload& w) {
 inline std::string workload_overflow(const workload& w, int experts, int shared_ffn) {
   const std::int64_t hidden = w.hidden_size, tokens = checked_product(w.seq_length, w.micro_batch_size);
   // The widest head: GQA's, or MLA's query/key (with its rotary part) or value.
-  const std::int64_t head = w.multi_latent_attention
-                                ? std::max(std::int64_t{w.qk_head_dim} + w.qk_pos_emb_head_dim, std::int64_t{w.v_head_dim})
-                                : w.kv_channels > 0 ? w.kv_channels : hidden / w.num_attention_heads;
+  const std::int64_t head = w.multi_latent_attention ? std::max(std::int64_t{w.qk_head_dim} + w.qk_pos_emb_head_dim,
+                                                                std::int64_t{w.v_head_dim})
+                            : w.kv_channels > 0      ? w.kv_channels
+                                                     : hidden / w.num_attention_heads;
   const std::int64_t query = checked_product(w.num_attention_heads, head);
   const std::int64_t qkv = checked_qkv_parameters(w);
-  const std::int64_t mlp = experts > 0 ? checked_sum({checked_product({experts, 3, hidden, w.moe_ffn_hidden_size}),
-                                                      checked_product({3, hidden, shared_ffn}),
-                                                      checked_product(hidden, experts)})
-                                       : checked_product({3, hidden, w.ffn_hidden_size});
+  const std::int64_t mlp =
+      experts > 0 ? checked_sum({checked_product({experts, 3, hidden, w.moe_ffn_hidden_size}),
+                                 checked_product({3, hidden, shared_ffn}), checked_product(hidden, experts)})
+                  : checked_product({3, hidden, w.ffn_hidden_size});
   const std::int64_t layer = checked_sum({qkv, checked_product(query, hidden), mlp, checked_product(2, hidden)});
-  const std::int64_t model = checked_sum({checked_product(w.num_layers, layer),
-                                          checked_product({2, w.vocab_size, hidden}), hidden});
-  const std::int64_t widest = std::max({hidden, query, std::int64_t{w.ffn_hidden_size}, std::int64_t{w.moe_ffn_hidden_size}});
+  const std::int64_t model =
+      checked_sum({checked_product(w.num_layers, layer), checked_product({2, w.vocab_size, hidden}), hidden});
+  const std::int64_t widest =
+      std::max({hidden, query, std::int64_t{w.ffn_hidden_size}, std::int64_t{w.moe_ffn_hidden_size}});
   const std::int64_t routed = checked_product(std::max(1, w.moe_router_topk), widest);
   std::string text;
   const auto fits = [&](std::int64_t count, const char* what) {
@@ -194,22 +196,23 @@ inline step_shape shape_of(const settings& s, const resolved_settings& r, const 
   need(!checked.resolved || *checked.resolved == r,
        "the resolved settings are not derive(settings) (pass Cfg::resolved with Cfg::settings, or derive(s) with s)");
   const bool positive = w.num_layers > 0 && w.micro_batches > 0 && w.seq_length > 0 && w.micro_batch_size > 0 &&
-                        w.hidden_size > 0 && w.ffn_hidden_size > 0 && w.num_attention_heads > 0 &&
-                        w.vocab_size > 0 && w.num_query_groups >= 0 && w.kv_channels >= 0 &&
-                        w.moe_router_topk >= 0 && w.moe_ffn_hidden_size >= 0 &&
+                        w.hidden_size > 0 && w.ffn_hidden_size > 0 && w.num_attention_heads > 0 && w.vocab_size > 0 &&
+                        w.num_query_groups >= 0 && w.kv_channels >= 0 && w.moe_router_topk >= 0 &&
+                        w.moe_ffn_hidden_size >= 0 &&
                         (!w.multi_latent_attention || (w.q_lora_rank >= 0 && w.kv_lora_rank > 0 && w.qk_head_dim > 0 &&
                                                        w.qk_pos_emb_head_dim >= 0 && w.v_head_dim > 0));
   if (positive)  // what a program may hold (gemm_shape::valid), far beyond any GEMM trained today
     for (const workload::named_extent& e : w.gemm_extents(s.mtp_num_layers.value_or(0) > 0))
       need(e.extent <= static_cast<double>(gemm_shape::most),
-           "a GEMM size is beyond 2^31: " + std::string(e.what) + " = " + std::to_string(std::llround(std::min(e.extent, 9e18))));
+           "a GEMM size is beyond 2^31: " + std::string(e.what) + " = " +
+               std::to_string(std::llround(std::min(e.extent, 9e18))));
   need(positive,
        "workload sizes must be positive (num_query_groups and kv_channels: 0 for the default; moe_router_topk and "
        "moe_ffn_hidden_size: 0 on a dense model; with multi_latent_attention q_lora_rank 0 for none and "
        "qk_pos_emb_head_dim 0 for no rotary part)");
   const auto fail = [&] {
-    std::string message = "compose_step: " + std::to_string(problems.size()) +
-                          (problems.size() == 1 ? " problem: " : " problems: ");
+    std::string message =
+        "compose_step: " + std::to_string(problems.size()) + (problems.size() == 1 ? " problem: " : " problems: ");
     for (std::size_t i = 0; i < problems.size(); ++i) message += (i == 0 ? "" : "; ") + problems[i];
     throw std::invalid_argument(message);
   };
@@ -227,8 +230,8 @@ inline step_shape shape_of(const settings& s, const resolved_settings& r, const 
   const int data = on.dp ? dp : (ep + tp - 1) / tp;
   const std::int64_t stages = std::int64_t{pp} * k.chunks;  // vpp is not bounded by the rules
   need(!(s.fp8 && s.fp4), "fp8 and fp4 are both set: the step quantizes its GEMMs with one recipe; set one");
-  need(s.context_parallel_size == 1, "context parallelism (context_parallel_size " +
-                                         std::to_string(s.context_parallel_size) + ") is not modelled");
+  need(s.context_parallel_size == 1,
+       "context parallelism (context_parallel_size " + std::to_string(s.context_parallel_size) + ") is not modelled");
   // One stage when the pipeline is left out: its layout fields then say nothing.
   const std::vector<int> split = stages == 1 ? std::vector<int>{w.num_layers}
                                              : split_layers(w, pp, k.chunks, s.mtp_num_layers.value_or(0), problems);
@@ -238,12 +241,11 @@ inline step_shape shape_of(const settings& s, const resolved_settings& r, const 
     for (int c = 0; c < k.chunks; ++c) here += split[static_cast<std::size_t>(c * pp + p)];
     most_per_stage = std::max(most_per_stage, here);
   }
-  need(k.chunks == 1 || w.micro_batches % pp == 0,
-       "the interleaved schedule needs micro_batches (" + std::to_string(w.micro_batches) +
-           ") to be a multiple of pp (" + std::to_string(pp) + ")");
+  need(k.chunks == 1 || w.micro_batches % pp == 0, "the interleaved schedule needs micro_batches (" +
+                                                       std::to_string(w.micro_batches) + ") to be a multiple of pp (" +
+                                                       std::to_string(pp) + ")");
   if (w.multi_latent_attention) {  // MLA's heads each have their own keys: no groups, no kv_channels
-    need(w.num_attention_heads % tp == 0,
-         "num_attention_heads must be a multiple of tp (" + std::to_string(tp) + ")");
+    need(w.num_attention_heads % tp == 0, "num_attention_heads must be a multiple of tp (" + std::to_string(tp) + ")");
   } else {
     need(w.num_attention_heads % tp == 0 && w.query_groups() % tp == 0,
          "num_attention_heads and num_query_groups must be multiples of tp (" + std::to_string(tp) + ")");
@@ -258,8 +260,8 @@ inline step_shape shape_of(const settings& s, const resolved_settings& r, const 
          "moe_router_topk (" + std::to_string(w.moe_router_topk) + ") must be in 1..num_moe_experts (" +
              std::to_string(experts) + ")");
     need(w.moe_ffn_hidden_size > 0, "moe_ffn_hidden_size must be positive with num_moe_experts set");
-    need(experts % ep == 0, "num_moe_experts (" + std::to_string(experts) + ") must be a multiple of ep (" +
-                                std::to_string(ep) + ")");
+    need(experts % ep == 0,
+         "num_moe_experts (" + std::to_string(experts) + ") must be a multiple of ep (" + std::to_string(ep) + ")");
     if (!w.moe_layer_pattern.empty()) {
       need(static_cast<std::int64_t>(w.moe_layer_pattern.size()) == w.num_layers,
            "moe_layer_pattern has " + std::to_string(w.moe_layer_pattern.size()) + " entries, num_layers is " +
@@ -269,23 +271,26 @@ inline step_shape shape_of(const settings& s, const resolved_settings& r, const 
     }
   } else {
     need(w.moe_router_topk == 0 && w.moe_ffn_hidden_size == 0 && w.moe_layer_pattern.empty(),
-         "moe_router_topk / moe_ffn_hidden_size / moe_layer_pattern are set but num_moe_experts is not: set num_moe_experts<N>");
+         "moe_router_topk / moe_ffn_hidden_size / moe_layer_pattern are set but num_moe_experts is not: set "
+         "num_moe_experts<N>");
   }
-  need((tp * data) % ep == 0, "ep (" + std::to_string(ep) + ") must divide tp x dp (" + std::to_string(tp * data) + ")");
+  need((tp * data) % ep == 0,
+       "ep (" + std::to_string(ep) + ") must divide tp x dp (" + std::to_string(tp * data) + ")");
   const int etp = on.tp ? s.expert_tensor_parallel_size.value_or(s.tensor_model_parallel_size) : 1;
   need(ep == 1 || etp == 1, "expert tensor parallelism (etp " + std::to_string(etp) +
                                 ") is not modelled with ep > 1: set expert_tensor_parallel_size<1>");
-  const std::string overflow =
-      workload_overflow(w, experts, s.moe_shared_expert_intermediate_size.value_or(0));
+  const std::string overflow = workload_overflow(w, experts, s.moe_shared_expert_intermediate_size.value_or(0));
   need(overflow.empty(), "byte counts do not fit in 64 bits: " + overflow + "; use smaller sizes");
   const std::string sides = oversized_sides(w);
   need(sides.empty(), "matrix problems beyond 2^31 a side (gemm_shape::most): " + sides + "; use smaller sizes");
   // The world fits (L-5); what it generates must too.
-  const std::int64_t passes = checked_product(
-      {std::int64_t{tp} * data * pp, std::int64_t{most_per_stage} + 2 + s.mtp_num_layers.value_or(0), w.micro_batches, 2});
+  const std::int64_t passes =
+      checked_product({std::int64_t{tp} * data * pp, std::int64_t{most_per_stage} + 2 + s.mtp_num_layers.value_or(0),
+                       w.micro_batches, 2});
   need(passes >= 0 && passes <= max_layer_passes,
        "the step is too large to generate: ranks x (layers per stage + 2) x micro_batches x 2 is over " +
-           std::to_string(max_layer_passes) + " layer passes; plan a smaller model, fewer micro-batches or fewer ranks");
+           std::to_string(max_layer_passes) +
+           " layer passes; plan a smaller model, fewer micro-batches or fewer ranks");
   // Recompute.
   if (s.recompute_granularity == granularity::selective) {
     const bool defaults = s.recompute_modules.empty();
@@ -350,13 +355,15 @@ class rank_builder {
     dp_.emplace(e_, compute_, dp_plan_of(), s_, r_, k_.micro_batches, k_.element_bytes);
     // Parameters are waited for right before the op that first reads them, and a bucket reduces
     // once the ops completing its gradients have run: per tensor, not per layer.
-    e_.set_hooks({.before = [this](const op_key& k) {
-                    if (!k.recompute) dp_->before_forward(chunk_of(k), holder_of(k), k.type);
-                  },
-                  .after = [this](const op_key& k) {
-                    if (const op_type t = gradients_of(k.type); t != op_type::none)
-                      dp_->after_backward(chunk_of(k), holder_of(k), t, k.at.micro_batch);
-                  }});
+    e_.set_hooks({.before =
+                      [this](const op_key& k) {
+                        if (!k.recompute) dp_->before_forward(chunk_of(k), holder_of(k), k.type);
+                      },
+                  .after =
+                      [this](const op_key& k) {
+                        if (const op_type t = gradients_of(k.type); t != op_type::none)
+                          dp_->after_backward(chunk_of(k), holder_of(k), t, k.at.micro_batch);
+                      }});
     std::optional<pp_stage> pipe;
     const int extra = k_.combined ? 1 : 0;
     if (pp > 1)
@@ -443,8 +450,10 @@ class rank_builder {
     add(op_type::layernorm_fprop, w_.norm_parameters(), mlp_in);
     if (moe) {
       add(op_type::router_fprop, w_.router_parameters(k_.experts.experts), op_type::router_fprop);
-      add(op_type::shared_experts_fprop, w_.expert_parameters(k_.experts.shared_ffn) / tp, op_type::shared_experts_fprop);
-      add(op_type::experts_fprop, moe_builder::expert_parameters(w_, k_.experts, ep, tp), op_type::experts_fprop, ep > 1);
+      add(op_type::shared_experts_fprop, w_.expert_parameters(k_.experts.shared_ffn) / tp,
+          op_type::shared_experts_fprop);
+      add(op_type::experts_fprop, moe_builder::expert_parameters(w_, k_.experts, ep, tp), op_type::experts_fprop,
+          ep > 1);
     } else {
       add(op_type::fc1_fprop, w_.fc1_parameters() / tp, op_type::fc1_fprop);
       add(op_type::fc2_fprop, w_.fc2_parameters() / tp, op_type::fc2_fprop);
@@ -455,7 +464,8 @@ class rank_builder {
     const layout& L = k_.ranks;
     const int tp = L.tp(), ep = L.ep();
     // Without the DP family every parameter is replicated: the optimizer updates them all here.
-    dp_plan plan{{}, k_.dp ? L.data_parallel(at_) : group{}, k_.dp && k_.moe && ep > 1 ? L.expert_data_parallel(at_) : group{}};
+    dp_plan plan{
+        {}, k_.dp ? L.data_parallel(at_) : group{}, k_.dp && k_.moe && ep > 1 ? L.expert_data_parallel(at_) : group{}};
     for (int c = 0; c < k_.chunks; ++c) {
       auto& t = plan.chunks.emplace_back();
       if (embeds(c))
@@ -463,13 +473,14 @@ class rank_builder {
       for (int j = 0; j < layers(c); ++j) layer_tensors(t, holder(c, j), global(c, j));
       for (int i = 0; i < mtp_here(c); ++i) {
         const int h = holder(c, layers(c) + i), l = mtp_layer(i);
-        t.push_back({op_type::mtp_proj_fprop, h, l, w_.mtp_projection_parameters() / tp + w_.mtp_norm_parameters(), false,
-                     op_type::mtp_proj_fprop});
+        t.push_back({op_type::mtp_proj_fprop, h, l, w_.mtp_projection_parameters() / tp + w_.mtp_norm_parameters(),
+                     false, op_type::mtp_proj_fprop});
         layer_tensors(t, h, l);
         t.push_back({op_type::layernorm_fprop, h, l, w_.norm_parameters(), false, op_type::layernorm_fprop});
       }
       if (heads(c)) {
-        t.push_back({op_type::layernorm_fprop, head_holder(c), -1, w_.norm_parameters(), false, op_type::layernorm_fprop});
+        t.push_back(
+            {op_type::layernorm_fprop, head_holder(c), -1, w_.norm_parameters(), false, op_type::layernorm_fprop});
         if (head_weights() == op_type::lm_head_fprop)
           t.push_back({op_type::lm_head_fprop, head_holder(c), -1, w_.embedding_parameters() / tp, false,
                        op_type::lm_head_fprop});
@@ -572,8 +583,8 @@ class rank_builder {
   }
   void embedding_backward(int mb) {
     e_.compute(compute_, {.type = op_type::embedding_bprop, .at = {.micro_batch = mb}}, 0,
-               {e_.buffer(activation_grad(0, mb)), grads(op_type::embedding_fprop)},
-               {grads(op_type::embedding_fprop)}, 3 * hidden_bytes());
+               {e_.buffer(activation_grad(0, mb)), grads(op_type::embedding_fprop)}, {grads(op_type::embedding_fprop)},
+               3 * hidden_bytes());
   }
   /// The multi-token-prediction layers, then the final norm, output layer and loss of
   /// micro-batch `mb`, then each MTP layer's (vocabulary-parallel over tp, sharing the output
@@ -607,11 +618,12 @@ class rank_builder {
   /// hidden times hidden x vocab / tp.
   void output_forward(int hidden, location at) {
     const int normed = head_workspace(op_type::layernorm_fprop, at);
-    e_.compute(compute_, {.type = op_type::layernorm_fprop, .at = at}, 0,
-               {e_.buffer(activation(hidden, at.micro_batch)), e_.buffer(parameters(op_type::layernorm_fprop, at.layer))},
-               {normed}, 2 * hidden_bytes());
-    e_.gemm(compute_, {.type = op_type::lm_head_fprop, .at = at}, {w_.tokens(), w_.vocab_size / k_.ranks.tp(), w_.hidden_size},
-            {normed, params(head_weights())}, {loss(at)});
+    e_.compute(
+        compute_, {.type = op_type::layernorm_fprop, .at = at}, 0,
+        {e_.buffer(activation(hidden, at.micro_batch)), e_.buffer(parameters(op_type::layernorm_fprop, at.layer))},
+        {normed}, 2 * hidden_bytes());
+    e_.gemm(compute_, {.type = op_type::lm_head_fprop, .at = at},
+            {w_.tokens(), w_.vocab_size / k_.ranks.tp(), w_.hidden_size}, {normed, params(head_weights())}, {loss(at)});
   }
   /// Its backward; `adds` when the gradient of `hidden` holds another's already (an MTP layer's).
   void output_backward(int hidden, location at, bool adds) {
@@ -619,10 +631,10 @@ class rank_builder {
     const double flops = 2 * w_.gemm_flops(w_.embedding_parameters()) / k_.ranks.tp();
     const int normed_grad = head_workspace(op_type::lm_head_bprop, at);
     e_.compute(compute_, {.type = op_type::lm_head_bprop, .at = at}, flops,
-               {loss(at), head_workspace(op_type::layernorm_fprop, at),
-                params(head_weights()), grads(head_weights())},
+               {loss(at), head_workspace(op_type::layernorm_fprop, at), params(head_weights()), grads(head_weights())},
                {normed_grad, grads(head_weights())});
-    const int norm_grads = e_.buffer(gradients(op_type::layernorm_fprop, at.layer)), out = e_.buffer(activation_grad(hidden, mb));
+    const int norm_grads = e_.buffer(gradients(op_type::layernorm_fprop, at.layer)),
+              out = e_.buffer(activation_grad(hidden, mb));
     buffer_list reads{normed_grad, e_.buffer(activation(hidden, mb)), norm_grads};
     if (adds) reads.push_back(out);
     e_.compute(compute_, {.type = op_type::layernorm_bprop, .at = at}, 0, std::move(reads), {out, norm_grads},
@@ -679,14 +691,15 @@ inline std::vector<program> expert_parallel_step(const settings& s, const resolv
 /// attention, a workload size, runs as the same types.
 constexpr op_type_set used_op_types(const settings& s, const resolved_settings& r) {
   op_type_set t;
-  for (const op_type c : {op_type::embedding_fprop, op_type::embedding_bprop, op_type::layernorm_fprop,
-                          op_type::layernorm_bprop, op_type::qkv_fprop, op_type::qkv_dgrad, op_type::qkv_wgrad,
-                          op_type::attn_core_fprop, op_type::attn_core_bprop, op_type::proj_fprop,
-                          op_type::proj_dgrad, op_type::proj_wgrad, op_type::lm_head_fprop, op_type::lm_head_bprop,
-                          op_type::optimizer_step, op_type::event_record, op_type::event_wait})
+  for (const op_type c :
+       {op_type::embedding_fprop, op_type::embedding_bprop, op_type::layernorm_fprop, op_type::layernorm_bprop,
+        op_type::qkv_fprop, op_type::qkv_dgrad, op_type::qkv_wgrad, op_type::attn_core_fprop, op_type::attn_core_bprop,
+        op_type::proj_fprop, op_type::proj_dgrad, op_type::proj_wgrad, op_type::lm_head_fprop, op_type::lm_head_bprop,
+        op_type::optimizer_step, op_type::event_record, op_type::event_wait})
     t.add(c);
   const bool moe = s.num_moe_experts.value_or(0) > 0;
-  if (s.mtp_num_layers.value_or(0) > 0) t.add(op_type::mtp_proj_fprop).add(op_type::mtp_proj_dgrad).add(op_type::mtp_proj_wgrad);
+  if (s.mtp_num_layers.value_or(0) > 0)
+    t.add(op_type::mtp_proj_fprop).add(op_type::mtp_proj_dgrad).add(op_type::mtp_proj_wgrad);
   if (!moe)
     for (const op_type c : {op_type::fc1_fprop, op_type::fc1_dgrad, op_type::fc1_wgrad, op_type::fc2_fprop,
                             op_type::fc2_dgrad, op_type::fc2_wgrad})
@@ -697,10 +710,12 @@ constexpr op_type_set used_op_types(const settings& s, const resolved_settings& 
                             op_type::experts_fprop, op_type::experts_dgrad, op_type::experts_wgrad})
       t.add(c);
     if (s.moe_shared_expert_intermediate_size.value_or(0) > 0)
-      for (const op_type c : {op_type::shared_experts_fprop, op_type::shared_experts_dgrad, op_type::shared_experts_wgrad})
+      for (const op_type c :
+           {op_type::shared_experts_fprop, op_type::shared_experts_dgrad, op_type::shared_experts_wgrad})
         t.add(c);
     if (s.expert_model_parallel_size > 1)
-      for (const op_type c : {op_type::ep_dispatch, op_type::ep_combine, op_type::ep_dispatch_bprop, op_type::ep_combine_bprop})
+      for (const op_type c :
+           {op_type::ep_dispatch, op_type::ep_combine, op_type::ep_dispatch_bprop, op_type::ep_combine_bprop})
         t.add(c);
     if (s.expert_model_parallel_size > 1 && s.moe_token_dispatcher_type == dispatcher::alltoall)
       t.add(op_type::moe_token_count_sync);
@@ -710,14 +725,18 @@ constexpr op_type_set used_op_types(const settings& s, const resolved_settings& 
     const auto& c = r.tp_comm_overlap_cfg;
     for (const ub::slot* slot : {&c.qkv_dgrad, &c.qkv_wgrad, &c.fc1_dgrad, &c.fc1_wgrad, &c.qkv_fprop, &c.proj_dgrad,
                                  &c.fc1_fprop, &c.fc2_dgrad, &c.proj_fprop, &c.fc2_fprop})
-      if (slot->method == ub::method::ring_exchange) t.add(op_type::tp_ring_send).add(op_type::tp_ring_recv).add(op_type::tp_ring_reduce);
+      if (slot->method == ub::method::ring_exchange)
+        t.add(op_type::tp_ring_send).add(op_type::tp_ring_recv).add(op_type::tp_ring_reduce);
   }
   if (s.data_parallel_size > 1 || (moe && s.expert_model_parallel_size > 1)) {
     t.add(op_type::dp_grad_reduce);
     if (s.distributed_optimizer) t.add(op_type::dp_param_gather);
   }
   if (s.pipeline_model_parallel_size > 1) {
-    t.add(op_type::pp_send_forward).add(op_type::pp_recv_forward).add(op_type::pp_send_backward).add(op_type::pp_recv_backward);
+    t.add(op_type::pp_send_forward)
+        .add(op_type::pp_recv_forward)
+        .add(op_type::pp_send_backward)
+        .add(op_type::pp_recv_backward);
     t.add(op_type::embedding_grad_all_reduce);
   }
   return t;

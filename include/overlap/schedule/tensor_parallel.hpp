@@ -45,19 +45,25 @@ struct selective_recompute {
 class tp_builder {
  public:
   /// `tp_group` holds this rank at `tp_rank` (one rank: no communication, no extra streams).
-  tp_builder(emitter& e, int compute_stream, const group& tp_group, int tp_rank, const workload& w,
-             int element_bytes, const ub::resolved_config& slots, selective_recompute recompute = {})
-      : e_(e), tp_(static_cast<int>(tp_group.ranks.size())), tp_rank_(tp_rank), w_(w), slots_(slots),
-        element_bytes_(element_bytes), selective_(recompute), compute_(compute_stream),
+  tp_builder(emitter& e, int compute_stream, const group& tp_group, int tp_rank, const workload& w, int element_bytes,
+             const ub::resolved_config& slots, selective_recompute recompute = {})
+      : e_(e),
+        tp_(static_cast<int>(tp_group.ranks.size())),
+        tp_rank_(tp_rank),
+        w_(w),
+        slots_(slots),
+        element_bytes_(element_bytes),
+        selective_(recompute),
+        compute_(compute_stream),
         comm_stream_(tp_ > 1 ? e.add_stream(stream_role::tp_comm, -1) : compute_stream),
         ring_(tp_ > 1 ? e.add_stream(stream_role::tp_comm, -1) : compute_stream),
         comm_(tp_ > 1 ? e.comm(tp_group.name, tp_group.ranks) : -1) {
     if (tp_ == 1) return;
-    // Transformer Engine's initialize_ub gives every overlapped slot a buffer of the whole
-    // sequence's hidden state, [seq_length x micro_batch_size, hidden_size] (TP-12).
-#define OVERLAP_UB_BUFFER(name)                                                       \
-    if (slots_.name.method != ub::method::none)                                        \
-      e_.buffer({.kind = buffer_kind::userbuffer, .of = op_type::name}, whole(w_.hidden_size));
+      // Transformer Engine's initialize_ub gives every overlapped slot a buffer of the whole
+      // sequence's hidden state, [seq_length x micro_batch_size, hidden_size] (TP-12).
+#define OVERLAP_UB_BUFFER(name)               \
+  if (slots_.name.method != ub::method::none) \
+    e_.buffer({.kind = buffer_kind::userbuffer, .of = op_type::name}, whole(w_.hidden_size));
     OVERLAP_UB_SLOTS(OVERLAP_UB_BUFFER)
 #undef OVERLAP_UB_BUFFER
   }
@@ -92,8 +98,8 @@ class tp_builder {
     const int gathered = gathered_input(op_type::fc2_dgrad, at, grad, slots_.fc2_dgrad);
     const int fc2_dgrad = all_gather_gemm(op_type::fc2_dgrad, slots_.fc2_dgrad, at, grad, fc2, gathered);
     weight_gradient(op_type::fc2_wgrad, at, {gathered, ws(op_type::fc1_fprop, at)}, -1);
-    return column_backward(op_type::fc1_wgrad, op_type::fc1_dgrad, slots_.fc1_wgrad, slots_.fc1_dgrad, at,
-                           fc2_dgrad, saved, fc1, false, -1);
+    return column_backward(op_type::fc1_wgrad, op_type::fc1_dgrad, slots_.fc1_wgrad, slots_.fc1_dgrad, at, fc2_dgrad,
+                           saved, fc1, false, -1);
   }
   /// The attention backward of layer `l` from `grad`, with `saved` the layer input, into `out`
   /// (the input's gradient). `defer_wgrad` holds the weight gradients back for `attention_wgrad`.
@@ -110,8 +116,8 @@ class tp_builder {
     weight_gradient(op_type::proj_wgrad, at, {gathered, ws(op_type::attn_core_fprop, at)}, -1, defer_wgrad);
     const int core = ws(op_type::attn_core_bprop, at);
     attention_core(op_type::attn_core_bprop, at, {proj_dgrad, ws(op_type::qkv_fprop, at)}, {core});
-    column_backward(op_type::qkv_wgrad, op_type::qkv_dgrad, slots_.qkv_wgrad, slots_.qkv_dgrad, at, core,
-                    saved, gemm(w_.qkv_parameters()), defer_wgrad, out);
+    column_backward(op_type::qkv_wgrad, op_type::qkv_dgrad, slots_.qkv_wgrad, slots_.qkv_dgrad, at, core, saved,
+                    gemm(w_.qkv_parameters()), defer_wgrad, out);
   }
   /// A multi-token-prediction layer's projection (Core's eh_proj) forward: the embedding of the
   /// tokens one ahead and the hidden state `in`, each normed, side by side (2 x hidden) projected
@@ -124,12 +130,13 @@ class tp_builder {
       gemm_op(op_type::mtp_proj_fprop, at, flops, {in}, out);
       return;
     }
-    const int gathered = gathered_input(op_type::mtp_proj_fprop, at, in, unoverlapped), part = ws(op_type::mtp_proj_fprop, at);
+    const int gathered = gathered_input(op_type::mtp_proj_fprop, at, in, unoverlapped),
+              part = ws(op_type::mtp_proj_fprop, at);
     collective(compute_, collective::all_gather, op_type::mtp_proj_fprop, at, gathered_bytes(op_type::mtp_proj_fprop),
                in, gathered);
     gemm_op(op_type::mtp_proj_fprop, at, flops, {gathered}, part);
-    collective(compute_, collective::all_gather, op_type::mtp_proj_fprop, at, w_.tokens() * w_.hidden_size * element_bytes_,
-               part, out);
+    collective(compute_, collective::all_gather, op_type::mtp_proj_fprop, at,
+               w_.tokens() * w_.hidden_size * element_bytes_, part, out);
   }
   /// Its backward from `grad`, the gradient of `out`, with `saved` the forward's input: the
   /// gradient gathered over the sequence (its hidden-dimension split moves nothing), then the
@@ -240,8 +247,8 @@ class tp_builder {
   gemm_shape shape_of(op_type type) const {
     const std::int64_t t = w_.tokens(), h = w_.hidden_size, f = w_.ffn_hidden_size;
     const op_type weights = weights_of(type);
-    const std::int64_t qkv = w_.multi_latent_attention ? (w_.qkv_parameters() + h * tp_ - 1) / (h * tp_)
-                                                       : w_.qkv_parameters() / h / tp_;
+    const std::int64_t qkv =
+        w_.multi_latent_attention ? (w_.qkv_parameters() + h * tp_ - 1) / (h * tp_) : w_.qkv_parameters() / h / tp_;
     const gemm_shape fwd = weights == op_type::qkv_fprop        ? gemm_shape{t, qkv, h}
                            : weights == op_type::proj_fprop     ? gemm_shape{t, h, w_.attention_output_width() / tp_}
                            : weights == op_type::mtp_proj_fprop ? gemm_shape{t, h / tp_, 2 * h}
@@ -287,7 +294,8 @@ class tp_builder {
   void gemm_op(op_type type, location at, double flops, std::vector<int> reads, int out) {
     reads.push_back(params(type, at.layer));
     gemm_shape shape = shape_of(type);
-    const double whole = 2.0 * static_cast<double>(shape.m) * static_cast<double>(shape.n) * static_cast<double>(shape.k);
+    const double whole =
+        2.0 * static_cast<double>(shape.m) * static_cast<double>(shape.n) * static_cast<double>(shape.k);
     const auto parts = static_cast<std::int64_t>(whole / flops + 0.5);
     (shape.m == w_.tokens() ? shape.m : shape.k) /= parts > 1 ? parts : 1;
     e_.gemm(compute_, key(type, at), shape, std::move(reads), {out}, at.split <= 0 ? module_bytes(type) : 0);
@@ -336,7 +344,6 @@ class tp_builder {
     const op_type type = c == collective::all_gather ? op_type::tp_all_gather : op_type::tp_reduce_scatter;
     e_.collective(stream, key(type, at, slot), c, comm_, bytes, {in}, {out}, sms);
   }
-
 
  public:
   /// All-gather `in`, then the GEMM `type` on the whole sequence; returns its output. `gathered`
@@ -425,7 +432,6 @@ class tp_builder {
     return out;
   }
 
-
  private:
   /// The backward of a column-parallel GEMM (qkv, fc1) from `grad`, the gradient of its output,
   /// with `saved` its input: the wgrad slot all-gathers the saved input under the dgrad GEMM, the
@@ -433,8 +439,8 @@ class tp_builder {
   /// not bulk is a reduce-scatter slot of its own, and the input is gathered for the weight
   /// gradient beside it. Returns the gradient of the input (written to `out`, or to
   /// the slot's own buffer when -1).
-  int column_backward(op_type wgrad, op_type dgrad, const ub::slot& wgrad_slot, const ub::slot& dgrad_slot,
-                      location at, int grad, int saved, double flops, bool defer, int out) {
+  int column_backward(op_type wgrad, op_type dgrad, const ub::slot& wgrad_slot, const ub::slot& dgrad_slot, location at,
+                      int grad, int saved, double flops, bool defer, int out) {
     const bool bulk = tp_ > 1 && dgrad_slot.method == ub::method::bulk && wgrad_slot.method != ub::method::none;
     // Gathered by the wgrad slot's userbuffer in bulk, else by NCCL into a tensor of its own.
     const int input = gathered_input(wgrad, at, saved, bulk ? wgrad_slot : unoverlapped);
@@ -449,7 +455,8 @@ class tp_builder {
         gathered = e_.record(comm_stream_);
       }
       out = gemm_reduce_scatter(dgrad, dgrad_slot, at, grad, flops, out);
-      if (tp_ > 1 && !async) collective(compute_, collective::all_gather, wgrad, at, gathered_bytes(wgrad), saved, input);
+      if (tp_ > 1 && !async)
+        collective(compute_, collective::all_gather, wgrad, at, gathered_bytes(wgrad), saved, input);
       if (gathered >= 0 && !defer) e_.wait(compute_, gathered);
       weight_gradient(wgrad, at, {input, grad}, defer ? gathered : -1, defer);
       return out;
@@ -461,7 +468,8 @@ class tp_builder {
     const int gathered = e_.record(comm_stream_);
     gemm_op(dgrad, at, flops, {grad}, dgrad_out);
     e_.cross(compute_, comm_stream_);
-    collective(comm_stream_, collective::reduce_scatter, dgrad, at, gathered_bytes(dgrad), dgrad_out, out, dgrad_slot.num_sm);
+    collective(comm_stream_, collective::reduce_scatter, dgrad, at, gathered_bytes(dgrad), dgrad_out, out,
+               dgrad_slot.num_sm);
     if (defer) {  // the reduce-scatter runs on under the deferred weight gradients
       weight_gradient(wgrad, at, {input, grad}, gathered, true);
       comm_running_ = true;
@@ -478,10 +486,10 @@ class tp_builder {
   void exchange(op_type slot, location at, int ahead, int behind, int from, std::vector<int> into) {
     const int group = e_.new_group();
     const std::int64_t chunk = gathered_bytes(slot) / tp_;
-    e_.p2p(op_kind::send, ring_, key(op_type::tp_ring_send, at, slot), comm_, (tp_rank_ + ahead) % tp_, chunk,
-           {from}, group, 0);
-    e_.p2p(op_kind::recv, ring_, key(op_type::tp_ring_recv, at, slot), comm_, (tp_rank_ + tp_ - behind) % tp_,
-           chunk, std::move(into), group, 0);
+    e_.p2p(op_kind::send, ring_, key(op_type::tp_ring_send, at, slot), comm_, (tp_rank_ + ahead) % tp_, chunk, {from},
+           group, 0);
+    e_.p2p(op_kind::recv, ring_, key(op_type::tp_ring_recv, at, slot), comm_, (tp_rank_ + tp_ - behind) % tp_, chunk,
+           std::move(into), group, 0);
   }
 
   static constexpr int last_split_sms = 32;  ///< TE's UB_MAX_SM

@@ -29,25 +29,25 @@
 namespace overlap::schedule {
 
 struct workload {
-  int num_layers = 8;             ///< transformer layers of the whole model
-  int micro_batches = 4;          ///< per step and data-parallel rank
+  int num_layers = 8;     ///< transformer layers of the whole model
+  int micro_batches = 4;  ///< per step and data-parallel rank
   int seq_length = 4096;
   int micro_batch_size = 1;
   int hidden_size = 4096;
-  int ffn_hidden_size = 14336;    ///< gated MLP: fc1 is hidden x 2 ffn, fc2 ffn x hidden
+  int ffn_hidden_size = 14336;  ///< gated MLP: fc1 is hidden x 2 ffn, fc2 ffn x hidden
   int num_attention_heads = 32;
-  int num_query_groups = 0;       ///< GQA key/value heads; 0: as many as attention heads
-  int kv_channels = 0;            ///< head size; 0: hidden_size / num_attention_heads
+  int num_query_groups = 0;  ///< GQA key/value heads; 0: as many as attention heads
+  int kv_channels = 0;       ///< head size; 0: hidden_size / num_attention_heads
   int vocab_size = 128256;
   bool share_embeddings_and_output_weights = false;
-  int moe_router_topk = 0;        ///< experts per token (MoE models)
-  int moe_ffn_hidden_size = 0;    ///< one routed expert's gated MLP size
+  int moe_router_topk = 0;      ///< experts per token (MoE models)
+  int moe_ffn_hidden_size = 0;  ///< one routed expert's gated MLP size
   bool multi_latent_attention = false;
-  int q_lora_rank = 0;            ///< MLA: the query latent; 0: none (q projected from the hidden state)
-  int kv_lora_rank = 512;         ///< MLA: the key/value latent
-  int qk_head_dim = 128;          ///< MLA: a head's query/key width without the rotary part
-  int qk_pos_emb_head_dim = 64;   ///< MLA: the rotary part of a head's query/key
-  int v_head_dim = 128;           ///< MLA: a head's value width
+  int q_lora_rank = 0;           ///< MLA: the query latent; 0: none (q projected from the hidden state)
+  int kv_lora_rank = 512;        ///< MLA: the key/value latent
+  int qk_head_dim = 128;         ///< MLA: a head's query/key width without the rotary part
+  int qk_pos_emb_head_dim = 64;  ///< MLA: the rotary part of a head's query/key
+  int v_head_dim = 128;          ///< MLA: a head's value width
   /// Uneven pipelines (pipeline_split.hpp): at most one of the layout string, the first / last
   /// stage counts (0: not set) and the embedding / loss counted as layers.
   std::string pipeline_layout{};  ///< pipeline_model_parallel_layout, e.g. "Et|(tt|)*30mL"
@@ -68,12 +68,8 @@ struct workload {
   }
 
   constexpr std::int64_t tokens() const { return std::int64_t{seq_length} * micro_batch_size; }
-  constexpr std::int64_t head_size() const {
-    return kv_channels > 0 ? kv_channels : hidden_size / num_attention_heads;
-  }
-  constexpr std::int64_t query_groups() const {
-    return num_query_groups > 0 ? num_query_groups : num_attention_heads;
-  }
+  constexpr std::int64_t head_size() const { return kv_channels > 0 ? kv_channels : hidden_size / num_attention_heads; }
+  constexpr std::int64_t query_groups() const { return num_query_groups > 0 ? num_query_groups : num_attention_heads; }
   /// A head's query/key width and value width.
   constexpr std::int64_t query_head_dim() const {
     return multi_latent_attention ? std::int64_t{qk_head_dim} + qk_pos_emb_head_dim : head_size();
@@ -97,8 +93,9 @@ struct workload {
   /// the hidden state; with MLA the latents the up projections read (the hidden state for q
   /// without a q latent), plus the key's rotary part.
   constexpr std::int64_t qkv_gathered_width() const {
-    return multi_latent_attention ? (q_lora_rank > 0 ? q_lora_rank : hidden_size) + std::int64_t{kv_lora_rank} + qk_pos_emb_head_dim
-                                  : hidden_size;
+    return multi_latent_attention
+               ? (q_lora_rank > 0 ? q_lora_rank : hidden_size) + std::int64_t{kv_lora_rank} + qk_pos_emb_head_dim
+               : hidden_size;
   }
 
   // Parameters of one layer's tensors (whole, before tensor parallelism).
@@ -114,8 +111,8 @@ struct workload {
   constexpr std::int64_t mla_replicated_parameters() const {
     if (!multi_latent_attention) return 0;
     const std::int64_t h = hidden_size;
-    return (q_lora_rank > 0 ? std::int64_t{q_lora_rank} * (h + 1) : 0) + (std::int64_t{kv_lora_rank} + qk_pos_emb_head_dim) * h +
-           kv_lora_rank;
+    return (q_lora_rank > 0 ? std::int64_t{q_lora_rank} * (h + 1) : 0) +
+           (std::int64_t{kv_lora_rank} + qk_pos_emb_head_dim) * h + kv_lora_rank;
   }
   /// MLA's column-parallel up projections (q straight from the hidden state without a q latent).
   constexpr std::int64_t mla_up_parameters() const {
@@ -154,7 +151,8 @@ struct workload {
     const double q = static_cast<double>(query_head_dim()), v = static_cast<double>(value_head_dim());
     const double kv_heads = multi_latent_attention ? heads : static_cast<double>(query_groups());
     return {{{"seq_length x micro_batch_size", tokens_},
-             {"the routed tokens (seq_length x micro_batch_size x moe_router_topk)", tokens_ * std::max(moe_router_topk, 1)},
+             {"the routed tokens (seq_length x micro_batch_size x moe_router_topk)",
+              tokens_ * std::max(moe_router_topk, 1)},
              {"micro_batch_size x num_attention_heads", static_cast<double>(micro_batch_size) * heads},
              {mtp ? "2 x hidden_size (the MTP projection)" : "hidden_size", (mtp ? 2.0 : 1.0) * hidden_size},
              {"2 x ffn_hidden_size", 2.0 * ffn_hidden_size},
@@ -208,8 +206,11 @@ inline std::vector<std::string> beyond_planned(const workload& w) {
   std::vector<std::string> out;
   for (const workload_bound& b : planned_bounds)
     if (w.*b.member > b.most)
-      out.push_back(std::string(b.field) + " = " + std::to_string(w.*b.member) + " is far beyond what the planner "
-                    "was made for (at most " + std::to_string(b.most) + "): every cost below is extrapolated past "
+      out.push_back(std::string(b.field) + " = " + std::to_string(w.*b.member) +
+                    " is far beyond what the planner "
+                    "was made for (at most " +
+                    std::to_string(b.most) +
+                    "): every cost below is extrapolated past "
                     "any measurement");
   return out;
 }

@@ -13,9 +13,7 @@ template <class E>
 struct enum_set {
   std::uint32_t bits = 0;
 
-  constexpr bool contains(E e) const {
-    return is_enumerator(e) && (bits >> static_cast<unsigned>(e) & 1u) != 0;
-  }
+  constexpr bool contains(E e) const { return is_enumerator(e) && (bits >> static_cast<unsigned>(e) & 1u) != 0; }
   constexpr void insert(E e) {
     if (is_enumerator(e)) bits |= 1u << static_cast<unsigned>(e);
   }

@@ -40,10 +40,10 @@ enum class method : std::uint8_t { none, bulk, ring_exchange, pipeline };
 template <class E>
 struct enum_info;
 
-#define OVERLAP_ENUM_INFO(E, ...)                                   \
-  template <>                                                       \
-  struct enum_info<E> {                                             \
-    static constexpr std::string_view names[] = {__VA_ARGS__};      \
+#define OVERLAP_ENUM_INFO(E, ...)                                          \
+  template <>                                                              \
+  struct enum_info<E> {                                                    \
+    static constexpr std::string_view names[] = {__VA_ARGS__};             \
     static constexpr std::size_t count = sizeof(names) / sizeof(names[0]); \
   };
 
@@ -55,8 +55,7 @@ OVERLAP_ENUM_INFO(recompute, "uniform", "block")
 OVERLAP_ENUM_INFO(graph_impl, "none", "local", "transformer_engine")
 OVERLAP_ENUM_INFO(gpu_model, "a100", "h100", "h200", "b200", "b300", "gb200", "gb300")
 OVERLAP_ENUM_INFO(bootstrap, "nccl", "mpi", "gloo")
-OVERLAP_ENUM_INFO(module, "core_attn", "moe_act", "layernorm", "mla_up_proj", "mlp", "moe",
-                  "shared_experts")
+OVERLAP_ENUM_INFO(module, "core_attn", "moe_act", "layernorm", "mla_up_proj", "mlp", "moe", "shared_experts")
 OVERLAP_ENUM_INFO(graph_module, "attn", "mlp", "moe", "moe_router", "moe_preprocess", "mamba")
 OVERLAP_ENUM_INFO(ub::method, "none", "bulk", "ring_exchange", "pipeline")
 

@@ -20,19 +20,17 @@ namespace overlap {
 namespace detail {
 inline void write_value(std::ostream& os, bool v) { os << (v ? "true" : "false"); }
 template <class T>
-  requires std::is_arithmetic_v<T>
-void write_value(std::ostream& os, T v) {
-  os << v;
-}
+requires std::is_arithmetic_v<T>
+void write_value(std::ostream& os, T v) { os << v; }
 template <class E>
-  requires std::is_enum_v<E>
-void write_value(std::ostream& os, E v) {
-  os << to_string(v);
-}
+requires std::is_enum_v<E>
+void write_value(std::ostream& os, E v) { os << to_string(v); }
 template <class T>
 void write_value(std::ostream& os, const std::optional<T>& v) {
-  if (v) write_value(os, *v);
-  else os << "unset";
+  if (v)
+    write_value(os, *v);
+  else
+    os << "unset";
 }
 inline void write_slot(std::ostream& os, std::string_view name, const ub::slot& x) {
   os << "tp_comm_overlap_cfg." << name << " = " << to_string(x.method);

@@ -41,10 +41,8 @@ struct slot {
 /// else 16, `cga_size` 1 for ring-exchange else 2, `num_splits` 4 for pipeline else 0.
 constexpr slot default_knobs(ub::method m) {
   const bool ring = m == ub::method::ring_exchange;
-  return slot{.method = m,
-              .num_sm = ring ? 1 : 16,
-              .cga_size = ring ? 1 : 2,
-              .num_splits = m == ub::method::pipeline ? 4 : 0};
+  return slot{
+      .method = m, .num_sm = ring ? 1 : 16, .cga_size = ring ? 1 : 2, .num_splits = m == ub::method::pipeline ? 4 : 0};
 }
 
 /// Identifies a GEMM slot.
@@ -63,8 +61,7 @@ inline constexpr slot_id all_slots[] = {
 constexpr std::string_view to_string(slot_id id) {
   switch (id) {
 #define OVERLAP_UB_NAME(name) \
-  case slot_id::name:         \
-    return #name;
+  case slot_id::name: return #name;
     OVERLAP_UB_SLOTS(OVERLAP_UB_NAME)
 #undef OVERLAP_UB_NAME
   }
@@ -73,8 +70,7 @@ constexpr std::string_view to_string(slot_id id) {
 
 /// The all-gather slots: `pipeline` is not available there (TE-1).
 constexpr bool is_all_gather(slot_id id) {
-  return id == slot_id::qkv_fprop || id == slot_id::fc1_fprop || id == slot_id::proj_dgrad ||
-         id == slot_id::fc2_dgrad;
+  return id == slot_id::qkv_fprop || id == slot_id::fc1_fprop || id == slot_id::proj_dgrad || id == slot_id::fc2_dgrad;
 }
 
 /// Transformer Engine's default method for a slot that a configuration does not declare (TE-6).
@@ -95,8 +91,7 @@ struct per_slot {
   constexpr T& operator[](slot_id id) {
     switch (id) {
 #define OVERLAP_UB_GET(name) \
-  case slot_id::name:        \
-    return name;
+  case slot_id::name: return name;
       OVERLAP_UB_SLOTS(OVERLAP_UB_GET)
 #undef OVERLAP_UB_GET
     }

@@ -28,13 +28,13 @@ struct interval {
 using per_family = schedule::per_family_array<double>;
 
 struct result {
-  double step_time_us = 0;           ///< the latest completion over all ranks
-  std::vector<interval> intervals;   ///< every GPU op that ran (record/wait included, zero length)
-  per_family exposed_comm_us{};      ///< max over ranks of comm time with no concurrent compute
-  per_family comm_us{};              ///< max over ranks of the union of comm intervals
-  double compute_us = 0;             ///< max over ranks of the union of compute intervals
+  double step_time_us = 0;          ///< the latest completion over all ranks
+  std::vector<interval> intervals;  ///< every GPU op that ran (record/wait included, zero length)
+  per_family exposed_comm_us{};     ///< max over ranks of comm time with no concurrent compute
+  per_family comm_us{};             ///< max over ranks of the union of comm intervals
+  double compute_us = 0;            ///< max over ranks of the union of compute intervals
   bool deadlock = false;
-  std::string wait_for_graph;        ///< on deadlock: one line per blocked op, what it waits for
+  std::string wait_for_graph;  ///< on deadlock: one line per blocked op, what it waits for
 };
 
 }  // namespace overlap::sim

@@ -45,15 +45,15 @@
 #include <overlap/sim/cost/cost_model.hpp>
 #include <overlap/sim/engine/event_loop.hpp>
 #include <overlap/sim/engine/issuer.hpp>
+#include <overlap/sim/engine/large_array.hpp>
 #include <overlap/sim/engine/links.hpp>
 #include <overlap/sim/engine/rendezvous.hpp>
 #include <overlap/sim/engine/setup.hpp>
 #include <overlap/sim/engine/sm_pool.hpp>
 #include <overlap/sim/engine/state.hpp>
 #include <overlap/sim/engine/summary.hpp>
-#include <overlap/sim/engine/large_array.hpp>
-#include <overlap/sim/result.hpp>
 #include <overlap/sim/engine/timer_queue.hpp>
+#include <overlap/sim/result.hpp>
 
 namespace overlap::sim {
 
@@ -118,8 +118,9 @@ class workspace_lease {
  public:
   explicit workspace_lease(sim::workspace* shared) : shared_(shared), w_(shared ? *shared : own_) {
     if (shared_ && shared_->in_use_.exchange(true))
-      throw std::invalid_argument("simulate: options::reuse names a workspace another simulation is using; "
-                                  "give each thread its own");
+      throw std::invalid_argument(
+          "simulate: options::reuse names a workspace another simulation is using; "
+          "give each thread its own");
   }
   workspace_lease(const workspace_lease&) = delete;
   workspace_lease& operator=(const workspace_lease&) = delete;
@@ -179,8 +180,8 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
   for (std::size_t pi = 0; pi < programs.size(); ++pi) {
     const schedule::program& p = programs[pi];
     timer_base[pi] = arrays.ops.size();
-    detail::build_rank(ranks[pi], p, std::max<std::size_t>(1, std::min<std::size_t>(p.streams.size(), connections)), m.sms,
-                       whole_gpu, arrays, arrays.communication[pi], successor_starts, successors);
+    detail::build_rank(ranks[pi], p, std::max<std::size_t>(1, std::min<std::size_t>(p.streams.size(), connections)),
+                       m.sms, whole_gpu, arrays, arrays.communication[pi], successor_starts, successors);
   }
   if (const auto problems = schedule::step_problems(programs); !problems.empty())
     throw std::invalid_argument("simulate: rank " + std::to_string(problems.front().rank) + ": " +
@@ -192,13 +193,22 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
       schedule::match_rendezvous(programs, {.explain = false, .communication = &arrays.communication});
   const std::size_t groups = matched.groups.size();
   if (groups >= static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max()))
-    throw std::length_error("simulate: " + std::to_string(groups) + " rendezvous do not fit the event loop's 32-bit ids");
+    throw std::length_error("simulate: " + std::to_string(groups) +
+                            " rendezvous do not fit the event loop's 32-bit ids");
 
   const std::size_t timer_count = total_ops + groups + 2 * programs.size();
-  detail::step_context context{.programs = programs, .cost = cost, .m = m, .opt = opt, .ranks = ranks,
-                               .arrays = arrays, .timers = memory.timers(timer_count),
-                               .timer_base = std::move(timer_base), .total_ops = total_ops, .groups = groups,
-                               .group_timers = total_ops, .wake_timers = total_ops + groups,
+  detail::step_context context{.programs = programs,
+                               .cost = cost,
+                               .m = m,
+                               .opt = opt,
+                               .ranks = ranks,
+                               .arrays = arrays,
+                               .timers = memory.timers(timer_count),
+                               .timer_base = std::move(timer_base),
+                               .total_ops = total_ops,
+                               .groups = groups,
+                               .group_timers = total_ops,
+                               .wake_timers = total_ops + groups,
                                .resume_timers = total_ops + groups + programs.size()};
   detail::rendezvous rendezvous(context, matched, opt.classes, opt.unlimited_resources);
   detail::sm_pool sms(context);

@@ -40,7 +40,7 @@ enum class category : std::uint8_t {
 #define OVERLAP_CATEGORY(name) name,
   OVERLAP_FAMILIES(OVERLAP_CATEGORY)
 #undef OVERLAP_CATEGORY
-  none
+      none
 };
 inline constexpr std::size_t num_categories = schedule::family_count + 1;
 
@@ -72,8 +72,7 @@ inline std::string op_label(const schedule::program& p, const schedule::op& o) {
   const std::string on = comm ? " " + comm->name : std::string{};
   switch (o.kind) {
     case schedule::op_kind::record:
-    case schedule::op_kind::wait:
-      return std::string(schedule::to_string(o.kind)) + " e" + std::to_string(o.event);
+    case schedule::op_kind::wait: return std::string(schedule::to_string(o.kind)) + " e" + std::to_string(o.event);
     case schedule::op_kind::collective: return std::string(schedule::to_string(o.coll)) + on;
     case schedule::op_kind::send:
     case schedule::op_kind::recv: return std::string(schedule::to_string(o.kind)) + on;
@@ -98,8 +97,7 @@ inline std::vector<std::string> stream_names(const schedule::program& p) {
 }
 
 /// The programs by global rank, to find the op behind each interval.
-inline std::map<int, const schedule::program*> by_rank(
-    const std::vector<schedule::program>& programs) {
+inline std::map<int, const schedule::program*> by_rank(const std::vector<schedule::program>& programs) {
   std::map<int, const schedule::program*> out;
   for (const auto& p : programs) out[p.rank] = &p;
   return out;
@@ -111,8 +109,7 @@ struct located {
   const schedule::op* op = nullptr;
 };
 
-inline located locate(const std::map<int, const schedule::program*>& programs,
-                      const sim::interval& iv) {
+inline located locate(const std::map<int, const schedule::program*>& programs, const sim::interval& iv) {
   const auto it = programs.find(iv.rank);
   if (it == programs.end()) return {};
   const schedule::program& p = *it->second;
@@ -133,8 +130,7 @@ inline std::int64_t to_ns(double us) { return std::llround(us * 1000.0); }
 /// Nanoseconds as decimal microseconds, with no trailing zeros: 12345 -> "12.345", 3000 -> "3".
 inline std::string us_text(std::int64_t ns) {
   std::string out = ns < 0 ? "-" : "";
-  const std::uint64_t magnitude = ns < 0 ? 0 - static_cast<std::uint64_t>(ns)
-                                         : static_cast<std::uint64_t>(ns);
+  const std::uint64_t magnitude = ns < 0 ? 0 - static_cast<std::uint64_t>(ns) : static_cast<std::uint64_t>(ns);
   out += std::to_string(magnitude / 1000);
   if (std::uint64_t frac = magnitude % 1000; frac != 0) {
     std::string digits = std::to_string(frac);
@@ -146,9 +142,7 @@ inline std::string us_text(std::int64_t ns) {
 }
 
 /// Whether an interval has times a writer can place; a simulator bug must not corrupt the file.
-inline bool has_finite_times(const sim::interval& iv) {
-  return std::isfinite(iv.start_us) && std::isfinite(iv.end_us);
-}
+inline bool has_finite_times(const sim::interval& iv) { return std::isfinite(iv.start_us) && std::isfinite(iv.end_us); }
 
 inline void write_json_string(std::ostream& os, std::string_view s) {
   constexpr std::string_view hex = "0123456789abcdef";
@@ -164,8 +158,10 @@ inline void write_json_string(std::ostream& os, std::string_view s) {
       case '\t': os << "\\t"; break;
       default: {
         const auto u = static_cast<unsigned char>(c);
-        if (u < 0x20) os << "\\u00" << hex[u >> 4] << hex[u & 0xf];
-        else os << c;
+        if (u < 0x20)
+          os << "\\u00" << hex[u >> 4] << hex[u & 0xf];
+        else
+          os << c;
       }
     }
   }
@@ -199,9 +195,7 @@ class json_members {
     write_json_string(os_, name);
     return os_ << ':';
   }
-  void string(std::string_view name, std::string_view value) {
-    write_json_string(key(name), value);
-  }
+  void string(std::string_view name, std::string_view value) { write_json_string(key(name), value); }
   template <class T>
   void number(std::string_view name, T value) {
     write_json_number(key(name), value);
@@ -224,11 +218,9 @@ inline void write_op_args(std::ostream& os, const located& at, const sim::interv
     if (o.family() != schedule::family::none) m.string("family", schedule::to_string(o.family()));
     if (o.kind == schedule::op_kind::collective) m.string("collective", schedule::to_string(o.coll));
     if (const schedule::communicator* comm = comm_of(*at.program, o)) m.string("comm", comm->name);
-    if (o.kind == schedule::op_kind::send || o.kind == schedule::op_kind::recv)
-      m.number("peer", o.peer);
+    if (o.kind == schedule::op_kind::send || o.kind == schedule::op_kind::recv) m.number("peer", o.peer);
     if (o.kind == schedule::op_kind::collective && o.seq >= 0) m.number("seq", o.seq);
-    if (o.kind == schedule::op_kind::record || o.kind == schedule::op_kind::wait)
-      m.number("event", o.event);
+    if (o.kind == schedule::op_kind::record || o.kind == schedule::op_kind::wait) m.number("event", o.event);
     if (o.bytes != 0) m.number("bytes", o.bytes);
     if (o.flops != 0) m.number("flops", o.flops);
     if (o.memory_bytes != 0) m.number("memory_bytes", o.memory_bytes);
@@ -263,8 +255,8 @@ inline std::string rank_label(int rank, const std::vector<int>* class_sizes) {
 
 /// Metadata events naming a process (no `tid`) or a thread, and giving its sort index: without
 /// one, chrome://tracing orders processes by name, and "rank 10" would come before "rank 2".
-inline void write_metadata(std::ostream& os, event_list& events, std::string_view what, int pid,
-                           std::optional<int> tid, std::string_view name, int sort_index) {
+inline void write_metadata(std::ostream& os, event_list& events, std::string_view what, int pid, std::optional<int> tid,
+                           std::string_view name, int sort_index) {
   for (const bool sort : {false, true}) {
     json_members m = events.open();
     m.string("name", std::string(what) + (sort ? "_sort_index" : "_name"));
@@ -273,8 +265,10 @@ inline void write_metadata(std::ostream& os, event_list& events, std::string_vie
     if (tid) m.number("tid", *tid);
     os << ",\"args\":{";
     json_members args(os);
-    if (sort) args.number("sort_index", sort_index);
-    else args.string("name", name);
+    if (sort)
+      args.number("sort_index", sort_index);
+    else
+      args.string("name", name);
     os << "}}";
   }
 }
@@ -302,8 +296,8 @@ inline void write_metadata(std::ostream& os, event_list& events, std::string_vie
 /// with non-finite times are left out, as no viewer could place them.
 /// With `classes` (the step simulated once per class: `programs` are the representatives), each
 /// process is named "rank N (class of M)", M the ranks it stands for.
-inline void write_chrome_trace(std::ostream& os, const std::vector<schedule::program>& programs,
-                               const sim::result& r, const schedule::rank_classes* classes = nullptr) {
+inline void write_chrome_trace(std::ostream& os, const std::vector<schedule::program>& programs, const sim::result& r,
+                               const schedule::rank_classes* classes = nullptr) {
   const std::vector<int> sizes = classes ? classes->sizes() : std::vector<int>{};
   const auto ranks_programs = detail::by_rank(programs);
   std::set<int> ranks;
@@ -318,8 +312,7 @@ inline void write_chrome_trace(std::ostream& os, const std::vector<schedule::pro
   for (const auto& p : programs) {
     const auto names = detail::stream_names(p);
     for (std::size_t s = 0; s < names.size(); ++s)
-      detail::write_metadata(os, events, "thread", p.rank, static_cast<int>(s), names[s],
-                             static_cast<int>(s));
+      detail::write_metadata(os, events, "thread", p.rank, static_cast<int>(s), names[s], static_cast<int>(s));
   }
   for (const auto& iv : r.intervals) {
     if (!detail::has_finite_times(iv)) continue;
@@ -328,8 +321,7 @@ inline void write_chrome_trace(std::ostream& os, const std::vector<schedule::pro
     const std::int64_t duration = detail::to_ns(iv.end_us) - start;
     detail::json_members m = events.open();
     m.string("name", detail::interval_label(at, iv));
-    m.string("cat", detail::category_name(at.op ? detail::category_of(*at.op)
-                                                : detail::category::none));
+    m.string("cat", detail::category_name(at.op ? detail::category_of(*at.op) : detail::category::none));
     if (duration > 0) {
       m.string("ph", "X");
     } else {

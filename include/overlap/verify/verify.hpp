@@ -146,11 +146,10 @@ class step_graph {
 
 /// Contracts each rendezvous into one node; unmatched communication becomes findings (a member
 /// absent by design, in a step of class representatives, is no finding).
-inline void rendezvous(const std::vector<schedule::program>& programs, step_graph& g,
-                       std::vector<finding>& out, bool classes) {
+inline void rendezvous(const std::vector<schedule::program>& programs, step_graph& g, std::vector<finding>& out,
+                       bool classes) {
   const schedule::rendezvous_set matched = schedule::match_rendezvous(programs, {.absent_by_design = classes});
-  for (const auto& problem : matched.problems)
-    out.push_back({problem.rank, problem.op, problem.reason});
+  for (const auto& problem : matched.problems) out.push_back({problem.rank, problem.op, problem.reason});
   for (const auto& group : matched.groups)
     for (const schedule::op_ref& member : group)
       g.unite(g.node(member.program, member.op), g.node(group.front().program, group.front().op));
@@ -162,7 +161,8 @@ inline std::vector<finding> verify_step(const std::vector<schedule::program>& pr
   std::vector<finding> out;
   for (const auto& p : programs)
     for (const auto& problem : schedule::structure_problems(p)) out.push_back({p.rank, problem.op, problem.text});
-  for (const auto& problem : schedule::step_problems(programs)) out.push_back({problem.rank, problem.op, problem.reason});
+  for (const auto& problem : schedule::step_problems(programs))
+    out.push_back({problem.rank, problem.op, problem.reason});
   if (!out.empty()) return out;
   if (classes)
     if (const std::string problem = schedule::class_problems(programs, *classes); !problem.empty())
@@ -225,8 +225,7 @@ inline std::vector<finding> verify_step(const std::vector<schedule::program>& pr
     for (std::size_t k = path.size(); k-- > static_cast<std::size_t>(seen[n]);)
       cycle += (cycle.empty() ? "" : " -> ") + describe_node(path[k]);
     const auto [pi, oi] = g.locate(n);
-    out.push_back({programs[pi].rank, static_cast<int>(oi),
-                   "dependency cycle, the step would hang: " + cycle});
+    out.push_back({programs[pi].rank, static_cast<int>(oi), "dependency cycle, the step would hang: " + cycle});
     return out;
   }
 
@@ -285,7 +284,8 @@ inline std::vector<finding> verify_step(const std::vector<schedule::program>& pr
     std::vector<long> writer(p.buffers.size(), -1);
     std::vector<std::vector<std::size_t>> readers(p.buffers.size());
     const auto buffer_name = [&](int b) {
-      return "buffer " + std::to_string(b) + " (" + schedule::display_name(p.buffers[static_cast<std::size_t>(b)]) + ")";
+      return "buffer " + std::to_string(b) + " (" + schedule::display_name(p.buffers[static_cast<std::size_t>(b)]) +
+             ")";
     };
     // A buffer is its index: two indices that describe one tensor would hide every hazard
     // between an op that writes through one and an op that reads through the other. Buffers left
@@ -304,20 +304,20 @@ inline std::vector<finding> verify_step(const std::vector<schedule::program>& pr
       for (const int b : o.reads) {
         if (writer[b] >= 0 && !reaches(pi, static_cast<std::size_t>(writer[b]), i))
           out.push_back({p.rank, static_cast<int>(i),
-                         "reads " + buffer_name(b) + " without depending on op " +
-                             std::to_string(writer[b]) + " that writes it (missing event wait)"});
+                         "reads " + buffer_name(b) + " without depending on op " + std::to_string(writer[b]) +
+                             " that writes it (missing event wait)"});
         readers[b].push_back(i);
       }
       for (const int b : o.writes) {
         for (const std::size_t r : readers[b])
           if (r != i && !reaches(pi, r, i))
             out.push_back({p.rank, static_cast<int>(i),
-                           "overwrites " + buffer_name(b) + " while op " +
-                               std::to_string(r) + " may still read it (reuse before its readers are done)"});
+                           "overwrites " + buffer_name(b) + " while op " + std::to_string(r) +
+                               " may still read it (reuse before its readers are done)"});
         if (writer[b] >= 0 && !reaches(pi, static_cast<std::size_t>(writer[b]), i))
           out.push_back({p.rank, static_cast<int>(i),
-                         "writes " + buffer_name(b) + " concurrently with op " +
-                             std::to_string(writer[b]) + " that also writes it"});
+                         "writes " + buffer_name(b) + " concurrently with op " + std::to_string(writer[b]) +
+                             " that also writes it"});
         writer[b] = static_cast<long>(i);
         readers[b].clear();
       }

@@ -15,6 +15,7 @@ void gemm(const overlap::schedule::op_key&, int) {}
 
 auto table = oc::kernels_for<fake_schedule>(oc::on<op_type::fc1_fprop>(gemm)
 #ifdef OVERLAP_CONTROL
-                                            , oc::on<op_type::fc2_fprop>(gemm)
+                                                ,
+                                            oc::on<op_type::fc2_fprop>(gemm)
 #endif
 );

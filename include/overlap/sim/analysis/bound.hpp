@@ -34,8 +34,8 @@ struct step_bound {
 /// Throws what `simulate` throws (malformed steps, bad costs). With `opt.classes`, `programs` are
 /// class representatives (as `simulate` takes them) and the bound is the full step's: an absent
 /// rank's compute and links are its representative's.
-inline step_bound lower_bound(const std::vector<schedule::program>& programs,
-                              const cost_model& cost, options opt = {}) {
+inline step_bound lower_bound(const std::vector<schedule::program>& programs, const cost_model& cost,
+                              options opt = {}) {
   step_bound b;
   const machine& m = cost.machine();
   opt.unlimited_resources = true;

@@ -48,9 +48,11 @@ constexpr memory_use use_of(schedule::buffer_kind k) {
     case buffer_kind::parameters: return memory_use::weights;
     case buffer_kind::gradients: return memory_use::gradients;
     case buffer_kind::optimizer_state: return memory_use::optimizer;
-    case buffer_kind::gathered: case buffer_kind::ring_chunk: case buffer_kind::reduced_gradients:
-    case buffer_kind::parameter_shard: case buffer_kind::userbuffer:
-      return memory_use::communication;
+    case buffer_kind::gathered:
+    case buffer_kind::ring_chunk:
+    case buffer_kind::reduced_gradients:
+    case buffer_kind::parameter_shard:
+    case buffer_kind::userbuffer: return memory_use::communication;
     default: return memory_use::activations;
   }
 }
@@ -89,7 +91,8 @@ inline void check_sizes(const schedule::program& p, std::string_view who) {
                                 std::to_string(p.buffers.size()) + " buffers");
   for (std::size_t b = 0; b < p.buffer_bytes.size(); ++b)
     if (p.buffer_bytes[b] < 0)
-      throw std::invalid_argument(lead + "buffer " + std::to_string(b) + " of " + std::to_string(p.buffer_bytes[b]) + " bytes");
+      throw std::invalid_argument(lead + "buffer " + std::to_string(b) + " of " + std::to_string(p.buffer_bytes[b]) +
+                                  " bytes");
 }
 }  // namespace detail
 
@@ -101,8 +104,9 @@ inline void check_sizes(const schedule::program& p, std::string_view who) {
 inline constexpr std::int64_t reserved_bytes = 3'000'000'000;
 inline constexpr double fragmentation = 0.05;
 constexpr std::int64_t usable_bytes(std::int64_t capacity) {
-  return capacity <= reserved_bytes ? 0
-                                    : static_cast<std::int64_t>(static_cast<double>(capacity - reserved_bytes) * (1 - fragmentation));
+  return capacity <= reserved_bytes
+             ? 0
+             : static_cast<std::int64_t>(static_cast<double>(capacity - reserved_bytes) * (1 - fragmentation));
 }
 
 /// One value of a buffer: it is written by op `first` and last read (or written) by op `last`
@@ -171,9 +175,9 @@ inline std::vector<live_range> live_ranges(const schedule::program& p) {
 /// The most memory a rank's buffers take at once, and what takes it.
 struct memory_peak {
   std::int64_t bytes = 0;
-  per_use by_use{};   ///< what is alive at the peak
-  int op = -1;        ///< the op at which it is reached (its start in time): index into program::ops
-  double at_us = 0;   ///< peak_in_time: when
+  per_use by_use{};  ///< what is alive at the peak
+  int op = -1;       ///< the op at which it is reached (its start in time): index into program::ops
+  double at_us = 0;  ///< peak_in_time: when
   friend constexpr bool operator==(const memory_peak&, const memory_peak&) = default;
 };
 
@@ -185,7 +189,8 @@ inline per_use held_bytes(const schedule::program& p) {
     if (held_through_step(p.buffers[b].kind)) {
       std::int64_t& sum = held[static_cast<std::size_t>(use_of(p.buffers[b].kind))];
       if (__builtin_add_overflow(sum, bytes_of(p, b), &sum))
-        throw std::invalid_argument("memory: the buffers of rank " + std::to_string(p.rank) + " add up past 2^63 bytes");
+        throw std::invalid_argument("memory: the buffers of rank " + std::to_string(p.rank) +
+                                    " add up past 2^63 bytes");
     }
   return held;
 }
@@ -245,11 +250,13 @@ memory_peak sweep(per_use live, std::vector<memory_event<Key>>& events, int rank
 inline model_state model_state_of(const schedule::program& p) {
   detail::check_sizes(p, "model_state_of");
   const per_use held = detail::held_bytes(p);
-  const model_state m{held[static_cast<std::size_t>(memory_use::weights)], held[static_cast<std::size_t>(memory_use::gradients)],
+  const model_state m{held[static_cast<std::size_t>(memory_use::weights)],
+                      held[static_cast<std::size_t>(memory_use::gradients)],
                       held[static_cast<std::size_t>(memory_use::optimizer)]};
   std::int64_t total = 0;
   if (__builtin_add_overflow(m.weights, m.gradients, &total) || __builtin_add_overflow(total, m.optimizer, &total))
-    throw std::invalid_argument("model_state_of: the state of rank " + std::to_string(p.rank) + " adds up past 2^63 bytes");
+    throw std::invalid_argument("model_state_of: the state of rank " + std::to_string(p.rank) +
+                                " adds up past 2^63 bytes");
   return m;
 }
 
@@ -285,7 +292,8 @@ struct op_times {
                                   std::to_string(i.op) + " of " + std::to_string(start.size()));
     if (!(i.start_us >= 0 && i.end_us >= i.start_us && i.end_us < std::numeric_limits<double>::infinity()))
       throw std::invalid_argument("peak_in_time: op " + std::to_string(i.op) + " of rank " + std::to_string(p.rank) +
-                                  " runs from " + std::to_string(i.start_us) + " to " + std::to_string(i.end_us) + " us");
+                                  " runs from " + std::to_string(i.start_us) + " to " + std::to_string(i.end_us) +
+                                  " us");
     start[static_cast<std::size_t>(i.op)] = i.start_us;
     end[static_cast<std::size_t>(i.op)] = i.end_us;
     last_end = std::max(last_end, i.end_us);
@@ -343,8 +351,10 @@ inline std::vector<memory_point> memory_curve(const schedule::program& p, std::s
   std::vector<memory_point> out{{0, detail::sum(held)}};
   for (const detail::memory_event<double>& e : events) {
     const std::int64_t bytes = out.back().bytes + (e.release ? -e.bytes : e.bytes);
-    if (out.back().at_us == e.key) out.back().bytes = bytes;
-    else out.push_back({e.key, bytes});
+    if (out.back().at_us == e.key)
+      out.back().bytes = bytes;
+    else
+      out.push_back({e.key, bytes});
   }
   return out;
 }
@@ -361,7 +371,8 @@ inline std::vector<memory_peak> peaks_in_time(const std::vector<schedule::progra
     index[rank] = static_cast<int>(k);
   }
   for (const interval& i : simulated.intervals)
-    if (i.rank >= 0 && static_cast<std::size_t>(i.rank) < index.size() && index[static_cast<std::size_t>(i.rank)] >= 0) {
+    if (i.rank >= 0 && static_cast<std::size_t>(i.rank) < index.size() &&
+        index[static_cast<std::size_t>(i.rank)] >= 0) {
       const auto k = static_cast<std::size_t>(index[static_cast<std::size_t>(i.rank)]);
       times[k].add(step[k], i);
     }

@@ -134,9 +134,7 @@ class analytic_cost_model final : public cost_model {
 
   /// What the whole GPU computes per microsecond at `efficiency` of its tensor peak, at the
   /// sustained clock.
-  double tensor_flops_per_us(double efficiency) const {
-    return sustained_peak_ * efficiency;
-  }
+  double tensor_flops_per_us(double efficiency) const { return sustained_peak_ * efficiency; }
 
   /// One wave of a GEMM's tiles (0: the op does not run in waves): how long its blocks hold the
   /// SMs before another kernel can get them. With a profile, the analytic wave scaled as the
@@ -232,10 +230,11 @@ class analytic_cost_model final : public cost_model {
       throw std::invalid_argument("cost_model: " + schedule::display_name(o.key) + " runs in " +
                                   std::string(schedule::to_string(o.format)) + ", which the machine " + machine_.name +
                                   " has no tensor cores (or no measured rate) for: simulate it on a machine that has "
-                                  "(fp4: Blackwell), or without the " + std::string(schedule::to_string(o.format)) +
-                                  " recipe");
+                                  "(fp4: Blackwell), or without the " +
+                                  std::string(schedule::to_string(o.format)) + " recipe");
     return s;
   }
+
  private:
   static std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
   /// The memory-bound kernels of the op's module, around it.

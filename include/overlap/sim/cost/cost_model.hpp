@@ -32,8 +32,8 @@ struct compute_inputs {
   friend constexpr bool operator==(const compute_inputs&, const compute_inputs&) = default;
 
   static compute_inputs of(const schedule::op& o) {
-    return {o.key.type, o.format, o.gemm.m, o.gemm.n, o.gemm.k, o.gemm.groups, o.memory_bytes,
-            std::bit_cast<std::uint64_t>(o.flops)};
+    return {o.key.type, o.format,      o.gemm.m,       o.gemm.n,
+            o.gemm.k,   o.gemm.groups, o.memory_bytes, std::bit_cast<std::uint64_t>(o.flops)};
   }
 };
 

@@ -36,11 +36,11 @@
 #include <fstream>
 #include <map>
 #include <optional>
+#include <stdexcept>
+#include <string>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
-#include <stdexcept>
-#include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -104,10 +104,8 @@ inline std::optional<std::string> type_problem(const schedule::key_pattern& p, b
   const op_kind kind = schedule::kind_of(*p.type);
   if (kind != op_kind::compute && !schedule::is_communication(kind))
     return name + " ops take no time of their own; remove the entry";
-  if (comm_section && kind == op_kind::compute)
-    return name + " is a compute op type; move the entry to compute_us";
-  if (!comm_section && kind != op_kind::compute)
-    return name + " is a communication op type; move the entry to comm_us";
+  if (comm_section && kind == op_kind::compute) return name + " is a compute op type; move the entry to compute_us";
+  if (!comm_section && kind != op_kind::compute) return name + " is a communication op type; move the entry to comm_us";
   return std::nullopt;
 }
 
@@ -203,8 +201,9 @@ inline void add_ties(const std::vector<measured_entry>& entries, std::vector<std
             if (m2->first & (1u << k)) shared[k] = parts[j].value[k];
           if (covered(shared, m1->first | m2->first, std::popcount(m1->first))) continue;
           const std::string text = pattern_text(intersection(entries[a].pattern, entries[b].pattern));
-          found.push_back({{a, b}, entries[a].path + " and " + entries[b].path + ": both match " + quoted(text) +
-                                       " equally specifically; add an entry for " + quoted(text)});
+          found.push_back({{a, b},
+                           entries[a].path + " and " + entries[b].path + ": both match " + quoted(text) +
+                               " equally specifically; add an entry for " + quoted(text)});
         }
       }
     }
@@ -332,7 +331,8 @@ class measured_cost_model : public adjusted_cost_model {
         const auto pattern = schedule::parse_key_pattern(text, why);
         // parse_key_pattern quotes the pattern first; the path already names it.
         const std::string quoted = "\"" + text + "\": ";
-        if (!pattern) problems.push_back(path + ": " + (why.starts_with(quoted) ? why.substr(quoted.size()) : why));
+        if (!pattern)
+          problems.push_back(path + ": " + (why.starts_with(quoted) ? why.substr(quoted.size()) : why));
         else if (const auto problem = detail::type_problem(*pattern, comm_section))
           problems.push_back(path + ": " + *problem);
         if (!us.is_number())
@@ -347,8 +347,8 @@ class measured_cost_model : public adjusted_cost_model {
     detail::add_ties(compute, problems);
     detail::add_ties(comm, problems);
     if (!problems.empty()) {
-      std::string message = source + ": " + std::to_string(problems.size()) +
-                            (problems.size() == 1 ? " problem:" : " problems:");
+      std::string message =
+          source + ": " + std::to_string(problems.size()) + (problems.size() == 1 ? " problem:" : " problems:");
       for (const auto& p : problems) (message += "\n  ") += p;
       throw std::invalid_argument(message);
     }

@@ -27,8 +27,8 @@
 
 #include <overlap/program/program.hpp>
 #include <overlap/program/semantics.hpp>
-#include <overlap/sim/machine/machine.hpp>
 #include <overlap/sim/cost/measured_cost.hpp>
+#include <overlap/sim/machine/machine.hpp>
 
 namespace overlap::sim {
 
@@ -70,8 +70,8 @@ inline nlohmann::json measured_cost_document(const schedule::program& p, std::sp
     if (!std::isfinite(us[i]) || us[i] < 0) {
       std::ostringstream value;
       value << us[i];
-      throw std::invalid_argument(source + ", op " + std::to_string(i) + " '" + schedule::display_name(o) + "': " +
-                                  value.str() + " us is " + (std::isfinite(us[i]) ? "negative" : "not finite") +
+      throw std::invalid_argument(source + ", op " + std::to_string(i) + " '" + schedule::display_name(o) +
+                                  "': " + value.str() + " us is " + (std::isfinite(us[i]) ? "negative" : "not finite") +
                                   "; give finite microseconds >= 0");
     }
     const bool is_compute = o.kind == schedule::op_kind::compute;
@@ -94,9 +94,11 @@ inline nlohmann::json measured_cost_document(const schedule::program& p, std::sp
   try {
     (void)measured_cost_model(h100_node(), doc);
   } catch (const std::invalid_argument& e) {
-    throw std::invalid_argument(source + ": its ops' display names do not tell them apart as patterns (keys of one "
-                                         "type that leave out different coordinates); write per op type, or key "
-                                         "the ops alike. The reader says: " + std::string(e.what()));
+    throw std::invalid_argument(source +
+                                ": its ops' display names do not tell them apart as patterns (keys of one "
+                                "type that leave out different coordinates); write per op type, or key "
+                                "the ops alike. The reader says: " +
+                                std::string(e.what()));
   }
   return doc;
 }
@@ -107,8 +109,7 @@ inline void write_measured_costs(const std::string& path, const schedule::progra
                                  measured_entries entries = measured_entries::per_op) {
   const std::string text = measured_cost_document(p, us, entries).dump(2) + "\n";
   std::ofstream out(path);
-  if (!out || !(out << text) || !out.flush())
-    throw std::runtime_error("write_measured_costs: cannot write " + path);
+  if (!out || !(out << text) || !out.flush()) throw std::runtime_error("write_measured_costs: cannot write " + path);
 }
 
 }  // namespace overlap::sim

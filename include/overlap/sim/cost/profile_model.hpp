@@ -65,9 +65,10 @@ struct log_position {
 inline log_position locate(const std::vector<std::int64_t>& axis, double x) {
   if (!(x > static_cast<double>(axis.front()))) return {0, 0, 0};
   if (!(x < static_cast<double>(axis.back()))) return {axis.size() - 1, axis.size() - 1, 0};
-  const auto hi = static_cast<std::size_t>(
-      std::upper_bound(axis.begin(), axis.end(), x, [](double v, std::int64_t a) { return v < static_cast<double>(a); }) -
-      axis.begin());
+  const auto hi =
+      static_cast<std::size_t>(std::upper_bound(axis.begin(), axis.end(), x,
+                                                [](double v, std::int64_t a) { return v < static_cast<double>(a); }) -
+                               axis.begin());
   const double a = std::log(static_cast<double>(axis[hi - 1])), b = std::log(static_cast<double>(axis[hi]));
   return {hi - 1, hi, (std::log(x) - a) / (b - a)};
 }
@@ -78,9 +79,7 @@ struct roofline_base {
   double flops_per_us = 0;
   double of(double flops) const { return std::max(floor_us, flops / flops_per_us); }
   /// The same base with the GPU's own floor, `gpu_us` (at most this floor) in place of it.
-  double gpu(double flops, double gpu_us) const {
-    return std::max(std::min(gpu_us, floor_us), flops / flops_per_us);
-  }
+  double gpu(double flops, double gpu_us) const { return std::max(std::min(gpu_us, floor_us), flops / flops_per_us); }
 
   /// From (flops, us) pairs: the best rate, then the median time of the points whose flops at
   /// that rate take less than the shortest time (none: no floor).
@@ -115,11 +114,12 @@ class profile_model {
                 const std::string& attention_backend)
       : p_(std::move(p)), memory_rate_(memory_bytes_per_us) {
     if (!p_) throw std::invalid_argument("profile_model: no profile");
-    if (const auto found = problems(*p_); !found.empty()) detail::throw_problems("machine profile '" + p_->gpu + "'", found);
+    if (const auto found = problems(*p_); !found.empty())
+      detail::throw_problems("machine profile '" + p_->gpu + "'", found);
     if (!(std::isfinite(memory_rate_) && memory_rate_ > 0))
       throw std::invalid_argument("profile_model: the memory rate must be finite and > 0");
     cap_ = sustained && p_->sustained_flops_per_us > 0 ? p_->sustained_flops_per_us
-                                                      : std::numeric_limits<double>::infinity();
+                                                       : std::numeric_limits<double>::infinity();
     const gemm_table& g = p_->gemm;
     std::vector<std::pair<double, double>> points;
     for (std::size_t i = 0; i < g.m.size(); ++i)
@@ -202,7 +202,9 @@ class profile_model {
     const auto at = [&](std::size_t i, std::size_t j, std::size_t l) {
       return gemm_log_ratio_[(i * g.n.size() + j) * g.k.size() + l];
     };
-    const auto along_k = [&](std::size_t i, std::size_t j) { return (1 - c.w) * at(i, j, c.lo) + c.w * at(i, j, c.hi); };
+    const auto along_k = [&](std::size_t i, std::size_t j) {
+      return (1 - c.w) * at(i, j, c.lo) + c.w * at(i, j, c.hi);
+    };
     const auto along_n = [&](std::size_t i) { return (1 - b.w) * along_k(i, b.lo) + b.w * along_k(i, b.hi); };
     return std::exp((1 - a.w) * along_n(a.lo) + a.w * along_n(a.hi));
   }
@@ -231,9 +233,9 @@ class profile_model {
   void grouped_corrections() {
     std::map<std::int64_t, std::pair<double, int>> by_tokens;  // log ratio sum, count
     for (const grouped_gemm_entry& e : p_->grouped_gemm) {
-      const double model = grouped_model_us(static_cast<double>(e.groups), static_cast<double>(e.m),
-                                            static_cast<double>(e.n), static_cast<double>(e.k),
-                                            p_->memory_bytes_per_us, false);
+      const double model =
+          grouped_model_us(static_cast<double>(e.groups), static_cast<double>(e.m), static_cast<double>(e.n),
+                           static_cast<double>(e.k), p_->memory_bytes_per_us, false);
       auto& [sum, count] = by_tokens[e.m];
       sum += std::log(e.us / model);
       ++count;

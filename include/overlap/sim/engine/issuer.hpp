@@ -20,7 +20,10 @@ class issuer {
  public:
   /// `unlimited`: no SM contention (options::unlimited_resources).
   issuer(step_context& c, sm_pool& sms, rendezvous& groups, bool unlimited)
-      : c_(c), sms_(sms), groups_(groups), unlimited_(unlimited),
+      : c_(c),
+        sms_(sms),
+        groups_(groups),
+        unlimited_(unlimited),
         event_us_(c.m.event_us > 0 ? c.m.event_us : c.m.launch_us) {}
 
   /// Dispatches what rank pi can start at `t`: the host issues until a host sync whose work is
@@ -34,7 +37,7 @@ class issuer {
     rs.suspended = false;
     for (bool progressed = true; progressed;) {
       std::size_t k = 0;  // into queue_order
-      if (resume) {  // the pass it was suspended in goes on
+      if (resume) {       // the pass it was suspended in goes on
         resume = false;
         progressed = rs.resume_progressed;
         k = rs.resume_index;
@@ -50,9 +53,7 @@ class issuer {
         --rs.examining;
         switch (drain(pi, q, t, progressed)) {
           case drained::waits: break;
-          case drained::suspended:
-            rs.resume_index = k;
-            return;
+          case drained::suspended: rs.resume_index = k; return;
         }
       }
     }
@@ -89,8 +90,8 @@ class issuer {
         s.start = s.end = rs.host_time;
         c_.finish(rs, i);
       } else {
-        rs.host_time += s.kind == schedule::op_kind::record || s.kind == schedule::op_kind::wait ? event_us_
-                                                                                                 : c_.m.launch_us;
+        rs.host_time +=
+            s.kind == schedule::op_kind::record || s.kind == schedule::op_kind::wait ? event_us_ : c_.m.launch_us;
         s.start = rs.host_time;  // its issue time till it starts
         s.now = state::issued;
         rs.examine(s.queue);

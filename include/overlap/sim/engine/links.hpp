@@ -44,8 +44,12 @@ class link_model {
   /// NVLink's).
   link_model(std::size_t ranks, std::size_t groups, timer_queue& timers, std::size_t first_timer,
              bool track_traffic = false, double network_share = 0)
-      : timers_(timers), first_timer_(first_timer), network_share_(network_share), transfers_(groups),
-        on_link_(4 * ranks), changed_(track_traffic ? ranks : 0, 0) {
+      : timers_(timers),
+        first_timer_(first_timer),
+        network_share_(network_share),
+        transfers_(groups),
+        on_link_(4 * ranks),
+        changed_(track_traffic ? ranks : 0, 0) {
     begin_.reserve(groups + 1);
     begin_.push_back(0);
     order_.reserve(groups);
@@ -72,8 +76,10 @@ class link_model {
       on_link_[l].push_back(g);
       mark(l);
     }
-    if (links_of(g).empty()) rerate(g, t);
-    else reshare(links_of(g), t);
+    if (links_of(g).empty())
+      rerate(g, t);
+    else
+      reshare(links_of(g), t);
   }
   /// Group g's transfer ends at `t` (for every member at once), if it is in flight: its links are
   /// shared by fewer.
@@ -195,7 +201,7 @@ class link_model {
   double network_share_;
   std::vector<transfer> transfers_;
   std::vector<std::vector<std::size_t>> on_link_;  ///< groups in flight per link
-  std::vector<std::size_t> links_, begin_;  ///< group g loads links_[begin_[g] .. begin_[g + 1])
+  std::vector<std::size_t> links_, begin_;         ///< group g loads links_[begin_[g] .. begin_[g + 1])
   std::vector<std::uint64_t> order_;
   std::vector<std::size_t> touched_;
   std::vector<double> rates_;  ///< traffic's scratch

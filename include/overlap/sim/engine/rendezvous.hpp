@@ -27,7 +27,10 @@ class rendezvous {
   /// present members of the group). Without SM contention (`unlimited`), no transfer shares links.
   rendezvous(step_context& c, const schedule::rendezvous_set& matched, const schedule::rank_classes* classes,
              bool unlimited)
-      : c_(c), matched_(matched), unlimited_(unlimited), expected_(matched.groups.size(), 0),
+      : c_(c),
+        matched_(matched),
+        unlimited_(unlimited),
+        expected_(matched.groups.size(), 0),
         launched_(matched.groups.size(), 0),
         where_(matched.groups.size()),
         links_(c.programs.size(), matched.groups.size(), c.timers, c.group_timers,
@@ -36,7 +39,8 @@ class rendezvous {
     const std::size_t groups = matched.groups.size();
     // Unmatched ops keep group -1 and never complete; so does a group with a missing member.
     for (std::size_t g = 0; g < groups; ++g)
-      for (const auto& member : matched.groups[g]) c.ranks[member.program].ops[member.op].group = static_cast<std::int32_t>(g);
+      for (const auto& member : matched.groups[g])
+        c.ranks[member.program].ops[member.op].group = static_cast<std::int32_t>(g);
     std::vector<char> present;
     if (classes) {
       present.assign(static_cast<std::size_t>(classes->world()), 0);
@@ -58,10 +62,11 @@ class rendezvous {
       const schedule::op& o = c.programs[first.program].ops[first.op];
       const std::vector<int>& members = c.programs[first.program].comms[static_cast<std::size_t>(o.comm)].ranks;
       const int size = o.kind == schedule::op_kind::collective ? static_cast<int>(members.size()) : 2;
-      expected_[g] = o.kind == schedule::op_kind::collective && classes
-                         ? static_cast<int>(std::count_if(members.begin(), members.end(),
-                                                          [&](int r) { return present[static_cast<std::size_t>(r)] != 0; }))
-                         : size;
+      expected_[g] =
+          o.kind == schedule::op_kind::collective && classes
+              ? static_cast<int>(std::count_if(members.begin(), members.end(),
+                                               [&](int r) { return present[static_cast<std::size_t>(r)] != 0; }))
+              : size;
       where_[g] = placement{size, 0};
       std::uint64_t order = std::numeric_limits<std::uint64_t>::max();  // its first member's place among events
       for (const auto& mem : matched.groups[g]) {

@@ -26,8 +26,8 @@ namespace overlap::sim::detail {
 /// `requested`: options::cuda_device_max_connections.
 inline int connections_of(const std::vector<schedule::program>& programs, int requested) {
   if (requested < 0)
-    throw std::invalid_argument("simulate: options::cuda_device_max_connections is " +
-                                std::to_string(requested) + "; give 1 or more, or 0 for the "
+    throw std::invalid_argument("simulate: options::cuda_device_max_connections is " + std::to_string(requested) +
+                                "; give 1 or more, or 0 for the "
                                 "programs' own");
   if (requested > 0) return requested;
   int stated = 0;
@@ -39,7 +39,8 @@ inline int connections_of(const std::vector<schedule::program>& programs, int re
     if (stated != 0 && stated != p.cuda_device_max_connections)
       throw std::invalid_argument("simulate: the programs state different CUDA_DEVICE_MAX_CONNECTIONS (" +
                                   std::to_string(stated) + " and " + std::to_string(p.cuda_device_max_connections) +
-                                  " on rank " + std::to_string(p.rank) + "); the model has one for the step: pass "
+                                  " on rank " + std::to_string(p.rank) +
+                                  "); the model has one for the step: pass "
                                   "options::cuda_device_max_connections");
     stated = p.cuda_device_max_connections;
   }
@@ -51,21 +52,23 @@ inline int connections_of(const std::vector<schedule::program>& programs, int re
 inline void check_machine(const machine& m) {
   if (m.sms < 1 || m.comm_sms < 0 || m.p2p_sms < 0 || !std::isfinite(m.launch_us) || m.launch_us < 0 ||
       !std::isfinite(m.event_us) || m.event_us < 0)
-    throw std::invalid_argument("simulate: the machine needs sms >= 1, comm_sms and p2p_sms >= 0 and a finite "
-                                "launch_us and event_us >= 0 (it has sms " + std::to_string(m.sms) + ", comm_sms " +
-                                std::to_string(m.comm_sms) + ", p2p_sms " + std::to_string(m.p2p_sms) +
-                                ", launch_us " + std::to_string(m.launch_us) + ", event_us " +
-                                std::to_string(m.event_us) + ")");
+    throw std::invalid_argument(
+        "simulate: the machine needs sms >= 1, comm_sms and p2p_sms >= 0 and a finite "
+        "launch_us and event_us >= 0 (it has sms " +
+        std::to_string(m.sms) + ", comm_sms " + std::to_string(m.comm_sms) + ", p2p_sms " + std::to_string(m.p2p_sms) +
+        ", launch_us " + std::to_string(m.launch_us) + ", event_us " + std::to_string(m.event_us) + ")");
   const auto share = [](double x) { return std::isfinite(x) && x >= 0; };
   if (!share(m.comm_interference) || !share(m.compute_interference))
-    throw std::invalid_argument("simulate: the machine's comm_interference and compute_interference must be finite "
-                                "and >= 0, 0 for none (it has " + std::to_string(m.comm_interference) + " and " +
-                                std::to_string(m.compute_interference) + ")");
+    throw std::invalid_argument(
+        "simulate: the machine's comm_interference and compute_interference must be finite "
+        "and >= 0, 0 for none (it has " +
+        std::to_string(m.comm_interference) + " and " + std::to_string(m.compute_interference) + ")");
   const auto clock = [](double mhz) { return std::isfinite(mhz) && mhz >= 0; };
   if (!clock(m.benchmark_clock_mhz) || !clock(m.sustained_clock_mhz))
-    throw std::invalid_argument("simulate: the machine's benchmark_clock_mhz and sustained_clock_mhz must be finite "
-                                "and >= 0, 0 for none (it has " + std::to_string(m.benchmark_clock_mhz) + " and " +
-                                std::to_string(m.sustained_clock_mhz) + ")");
+    throw std::invalid_argument(
+        "simulate: the machine's benchmark_clock_mhz and sustained_clock_mhz must be finite "
+        "and >= 0, 0 for none (it has " +
+        std::to_string(m.benchmark_clock_mhz) + " and " + std::to_string(m.sustained_clock_mhz) + ")");
 }
 
 /// Compute ops' times on the whole GPU (`cost_model::compute_us` on all its SMs), as the set-up asks
@@ -162,7 +165,8 @@ inline void build_rank(rank_state& rs, const schedule::program& p, std::size_t q
   all.queue_ops.resize(queued + at);
   rs.queue_ops = std::span<std::uint32_t>(all.queue_ops).subspan(queued, at);
   for (std::size_t i = 0; i < n; ++i)
-    if (rs.ops[i].kind != schedule::op_kind::host_sync) rs.queue_ops[rs.queues[rs.ops[i].queue].end++] = static_cast<std::uint32_t>(i);
+    if (rs.ops[i].kind != schedule::op_kind::host_sync)
+      rs.queue_ops[rs.queues[rs.ops[i].queue].end++] = static_cast<std::uint32_t>(i);
   rs.free_sms = sms;
   rs.fixed_order = p.streams.size() <= queues;
   if (rs.fixed_order) {  // queue q holds stream q
@@ -172,6 +176,5 @@ inline void build_rank(rank_state& rs, const schedule::program& p, std::size_t q
     });
   }
 }
-
 
 }  // namespace overlap::sim::detail

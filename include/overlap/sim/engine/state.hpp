@@ -50,12 +50,12 @@ struct op_state {
   /// Compute: its time on all of the GPU's SMs, as the cost model gives it (not checked yet): what
   /// it runs on unless communication kernels hold SMs, asked in the set-up while the op is in cache.
   double whole_us = 0;
-  std::int32_t group = -1;      ///< comm: its rendezvous group, or -1
-  std::uint32_t waiting = 0;    ///< predecessors (program/semantics.hpp) not done yet
+  std::int32_t group = -1;    ///< comm: its rendezvous group, or -1
+  std::uint32_t waiting = 0;  ///< predecessors (program/semantics.hpp) not done yet
   /// The ops that wait for it: op_arrays::succ[succ_begin .. succ_end) (indices on its rank).
   std::uint32_t succ_begin = 0;
   std::uint32_t succ_end = 0;
-  int sms = 0;  ///< comm: the SMs its kernel holds
+  int sms = 0;              ///< comm: the SMs its kernel holds
   std::int32_t stream = 0;  ///< the program's, for the result
   std::uint16_t queue = 0;  ///< its hardware queue
   schedule::op_kind kind = schedule::op_kind::compute;
@@ -77,7 +77,7 @@ struct hardware_queue {
 /// workspace keeps them whole.
 struct op_arrays {
   large_vector<op_state> ops;
-  large_vector<std::uint32_t> succ;  ///< each op's successors (`rank_order::successors`), op after op
+  large_vector<std::uint32_t> succ;       ///< each op's successors (`rank_order::successors`), op after op
   large_vector<std::uint32_t> queue_ops;  ///< each rank's hardware queues' ops (see rank_state)
   /// Per rank, its communication ops in issue order (what the rendezvous are matched from).
   std::vector<std::vector<std::uint32_t>> communication;
@@ -96,11 +96,11 @@ struct rank_state {
   /// The hardware queues' ops in issue order, queue after queue (indices on the rank).
   std::span<std::uint32_t> queue_ops;
   std::vector<hardware_queue> queues;
-  std::size_t examining = 0;  ///< queues whose `examine` is set
-  std::vector<std::size_t> sm_waiters;      ///< queues whose head waits for SMs
-  std::vector<computing> running;           ///< compute ops now running, in start order
-  std::vector<std::size_t> queue_order;     ///< hardware queues in dispatch order
-  bool fixed_order = true;  ///< one stream per queue: the order never changes, it is sorted once
+  std::size_t examining = 0;             ///< queues whose `examine` is set
+  std::vector<std::size_t> sm_waiters;   ///< queues whose head waits for SMs
+  std::vector<computing> running;        ///< compute ops now running, in start order
+  std::vector<std::size_t> queue_order;  ///< hardware queues in dispatch order
+  bool fixed_order = true;               ///< one stream per queue: the order never changes, it is sorted once
   std::size_t next_issue = 0;
   double host_time = 0;
   int free_sms = 0;
@@ -145,9 +145,7 @@ struct rank_state {
   }
   std::uint32_t head_op(std::size_t q) const { return queue_ops[queues[q].next]; }
   /// Whether queue q has an issued op at its head.
-  bool has_head(std::size_t q) const {
-    return queues[q].next < queues[q].end && ops[head_op(q)].now != state::pending;
-  }
+  bool has_head(std::size_t q) const { return queues[q].next < queues[q].end && ops[head_op(q)].now != state::pending; }
 };
 
 /// `rs` emptied for another program, keeping its vectors' storage.
@@ -200,8 +198,10 @@ struct step_context {
   }
   /// Rank pi looks at its queue heads again at `at` (or earlier, if set so).
   void wake_up(std::size_t pi, double at) {
-    if (ranks[pi].ahead) ranks[pi].wake_at = std::min(ranks[pi].wake_at, at);
-    else timers.set_earlier(wake_timers + pi, at, order_of(pi, wake));
+    if (ranks[pi].ahead)
+      ranks[pi].wake_at = std::min(ranks[pi].wake_at, at);
+    else
+      timers.set_earlier(wake_timers + pi, at, order_of(pi, wake));
   }
   /// Compute op i of rank pi now ends at ranks[pi].ops[i].end.
   void ends_at(std::size_t pi, std::size_t i) {

@@ -24,8 +24,10 @@ inline void merge(std::vector<std::pair<double, double>>& v) {
   std::size_t n = 0;
   for (const auto& x : v) {
     if (x.second <= x.first) continue;
-    if (n > 0 && x.first <= v[n - 1].second) v[n - 1].second = std::max(v[n - 1].second, x.second);
-    else v[n++] = x;
+    if (n > 0 && x.first <= v[n - 1].second)
+      v[n - 1].second = std::max(v[n - 1].second, x.second);
+    else
+      v[n++] = x;
   }
   v.resize(n);
 }
@@ -35,8 +37,10 @@ inline void merge(std::vector<std::pair<double, double>>& v) {
 /// ops do, then stay few); empty ones are dropped, and any out of order left to `merge`.
 inline void add_interval(std::vector<std::pair<double, double>>& v, double s, double e) {
   if (e <= s) return;
-  if (!v.empty() && v.back().first <= s && s <= v.back().second) v.back().second = std::max(v.back().second, e);
-  else v.emplace_back(s, e);
+  if (!v.empty() && v.back().first <= s && s <= v.back().second)
+    v.back().second = std::max(v.back().second, e);
+  else
+    v.emplace_back(s, e);
 }
 
 /// Length of `a` outside `b`, both merged (see `merge`).
@@ -77,15 +81,18 @@ inline std::string blocked_line(const schedule::program& p, const rank_state& rs
   std::string why;
   if (rs.ops[i].kind == schedule::op_kind::host_sync)
     why = o.event < 0 ? "the host waits for earlier ops" : "the host waits for event " + std::to_string(o.event);
-  else if (rs.ops[i].now == state::pending) why = "not issued: the host is blocked at a host sync";
+  else if (rs.ops[i].now == state::pending)
+    why = "not issued: the host is blocked at a host sync";
   else if (rs.ops[i].now == state::launched)
     why = g < 0 ? "launched; no rank issues its matching op"
           : !groups.disagreement(static_cast<std::size_t>(g)).empty()
               ? "launched; its rendezvous never starts: " + groups.disagreement(static_cast<std::size_t>(g))
               : "launched; waits for the other members of its rendezvous to launch";
   else if (blocker >= 0)
-    why = "waits for op " + std::to_string(blocker) + " (" + schedule::display_name(p.ops[static_cast<std::size_t>(blocker)]) + ")";
-  else why = "waits behind the head of its hardware queue";
+    why = "waits for op " + std::to_string(blocker) + " (" +
+          schedule::display_name(p.ops[static_cast<std::size_t>(blocker)]) + ")";
+  else
+    why = "waits behind the head of its hardware queue";
   return where + ": " + why;
 }
 

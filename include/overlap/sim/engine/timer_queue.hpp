@@ -54,8 +54,10 @@ class timer_queue {
     const entry old = heap_[at];
     heap_[at].time = time;
     heap_[at].order = order;
-    if (before(heap_[at], old)) up(at);
-    else down(at);
+    if (before(heap_[at], old))
+      up(at);
+    else
+      down(at);
   }
   /// Timer `id` fires at `time` unless it is set to fire earlier already.
   void set_earlier(std::size_t id, double time, std::uint64_t order) {
@@ -73,8 +75,10 @@ class timer_queue {
     if (at == heap_.size()) return;  // it was the last entry
     const entry old = heap_[at];
     place(at, last);
-    if (before(last, old)) up(at);
-    else down(at);
+    if (before(last, old))
+      up(at);
+    else
+      down(at);
   }
   /// Removes and returns the earliest timer; the queue must not be empty.
   fired pop() {

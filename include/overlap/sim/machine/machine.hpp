@@ -20,19 +20,19 @@ namespace overlap::sim {
 /// defaults (1, no tiles) make a machine whose ops run exactly at its peaks.
 struct machine {
   std::string name;
-  int sms = 132;                    ///< streaming multiprocessors per GPU
-  double peak_flops_per_us = 0;     ///< dense bf16 tensor throughput of the whole GPU
-  double memory_bytes_per_us = 0;   ///< HBM bandwidth
-  double memory_capacity_bytes = 0; ///< HBM a GPU has (0: not said)
+  int sms = 132;                     ///< streaming multiprocessors per GPU
+  double peak_flops_per_us = 0;      ///< dense bf16 tensor throughput of the whole GPU
+  double memory_bytes_per_us = 0;    ///< HBM bandwidth
+  double memory_capacity_bytes = 0;  ///< HBM a GPU has (0: not said)
   int gpus_per_node = 8;
   double nvlink_bytes_per_us = 0;   ///< per GPU, per direction, inside a node: collectives' bus bandwidth
   double nvlink_latency_us = 0;     ///< per ring step / message inside a node
   double network_bytes_per_us = 0;  ///< per GPU, per direction, across nodes
   double network_latency_us = 0;
-  double launch_us = 0;             ///< host cost to issue one op (kernel launch, NCCL call)
-  double event_us = 0;              ///< host cost to record an event or wait on one (0: launch_us)
-  int comm_sms = 0;                 ///< SMs a collective kernel occupies
-  int p2p_sms = 0;                  ///< SMs a send or recv kernel occupies
+  double launch_us = 0;  ///< host cost to issue one op (kernel launch, NCCL call)
+  double event_us = 0;   ///< host cost to record an event or wait on one (0: launch_us)
+  int comm_sms = 0;      ///< SMs a collective kernel occupies
+  int p2p_sms = 0;       ///< SMs a send or recv kernel occupies
   /// How many CTAs of a communication kernel (one per NCCL channel, one per SM it asks for) fit
   /// on one SM. A kernel dispatched while a persistent GEMM on another hardware queue holds the
   /// SMs is placed on the first SMs the GEMM's tail frees, this many to an SM, and keeps that
@@ -52,16 +52,16 @@ struct machine {
   /// microsecond the transfers in flight move (half of it each way: a send reads, a receive
   /// writes). 0: no interference.
   double compute_interference = 0;
-  double gemm_efficiency = 1;       ///< achieved fraction of the tensor peak by a large GEMM
+  double gemm_efficiency = 1;  ///< achieved fraction of the tensor peak by a large GEMM
   /// Quantized GEMMs (schedule::gemm_format): how much faster a transformer layer's GEMMs run in
   /// fp8 / fp4 than in bf16 as measured, Transformer Engine's casts of their operands included
   /// (not the peaks' ratio), for dense and grouped GEMMs alike. 0: no tensor cores (or no
   /// measured rate) for the format; a step that uses it is refused.
   double fp8_gemm_speedup = 0;
   double fp4_gemm_speedup = 0;
-  int gemm_tile_m = 0;              ///< output tile one SM computes per wave (0: no wave model)
+  int gemm_tile_m = 0;  ///< output tile one SM computes per wave (0: no wave model)
   int gemm_tile_n = 0;
-  int gemm_tile_k = 0;              ///< k per tile step: a split-K slice is at least one (0: no split-K)
+  int gemm_tile_k = 0;  ///< k per tile step: a split-K slice is at least one (0: no split-K)
   /// GEMMs run as persistent kernels: one resident block per SM loops over the output tiles, so a
   /// GEMM holds the SMs it started on until it ends and another kernel gets them only then (false:
   /// its blocks retire at the end of each wave and free SMs go to whoever waits).
@@ -70,9 +70,9 @@ struct machine {
   double grouped_gemm_efficiency = 1;
   double attention_forward_efficiency = 1;   ///< core attention (FlashAttention-class), forward
   double attention_backward_efficiency = 1;  ///< and backward (2.5 forwards of flops)
-  double memory_efficiency = 1;     ///< achieved fraction of HBM bandwidth by memory-bound kernels
-  double p2p_bytes_per_us = 0;      ///< NCCL send/recv over NVLink (0: nvlink_bytes_per_us)
-  double copy_engine_bytes_per_us = 0;  ///< copy-engine peer transfers over NVLink (0: nvlink)
+  double memory_efficiency = 1;              ///< achieved fraction of HBM bandwidth by memory-bound kernels
+  double p2p_bytes_per_us = 0;               ///< NCCL send/recv over NVLink (0: nvlink_bytes_per_us)
+  double copy_engine_bytes_per_us = 0;       ///< copy-engine peer transfers over NVLink (0: nvlink)
   /// Tensor throughput follows the SM clock. The efficiencies above are kernel benchmarks, run at
   /// `benchmark_clock_mhz`; a training step keeps the GPU at its power limit for seconds, where
   /// the SMs run at `sustained_clock_mhz`. Compute-bound time scales by their ratio; HBM and the
@@ -106,7 +106,8 @@ inline void with_sm_probe(machine& m, const concurrency_probe& c) {
   if (c.copy_ctas_per_sm > 0 && c.copy_packed_us > 0) {
     const int packed_sms = (c.copy_ctas + c.copy_ctas_per_sm - 1) / c.copy_ctas_per_sm;
     m.comm_ctas_per_sm = c.copy_ctas_per_sm;
-    m.comm_sm_share = std::min<double>(c.copy_ctas_per_sm, c.copy_ctas * c.copy_alone_us / (packed_sms * c.copy_packed_us));
+    m.comm_sm_share =
+        std::min<double>(c.copy_ctas_per_sm, c.copy_ctas * c.copy_alone_us / (packed_sms * c.copy_packed_us));
   }
   if (c.copy_beside_gemm_us > 0) m.comm_interference = std::max(0.0, c.copy_beside_gemm_us / c.copy_alone_us - 1);
   // Side by side (the copy issued first, then the GEMM), the GEMM runs on the SMs the copy leaves
@@ -206,33 +207,33 @@ inline machine with_profile(machine m, std::shared_ptr<const sim::profile> p) {
 /// machine built from this preset without the profile.
 inline machine h100_node() {
   machine m{.name = "h100",
-             .sms = 132,
-             .peak_flops_per_us = 989.4e6,
-             .memory_bytes_per_us = 3.35e6,
-             .memory_capacity_bytes = 80e9,
-             .gpus_per_node = 8,
-             .nvlink_bytes_per_us = 360e3,
-             .nvlink_latency_us = 2.5,
-             .network_bytes_per_us = 47e3,
-             .network_latency_us = 8,
-             .launch_us = 3,
-             .comm_sms = 16,
-             .p2p_sms = 2,
-             .gemm_efficiency = 0.806,
-             .fp8_gemm_speedup = 1.58,
-             .gemm_tile_m = 128,
-             .gemm_tile_n = 256,
-             .gemm_tile_k = 64,
-             .persistent_gemms = true,
-             .grouped_gemm_efficiency = 0.245,
-             .attention_forward_efficiency = 0.675,
-             .attention_backward_efficiency = 0.449,
-             .memory_efficiency = 0.9,
-             .p2p_bytes_per_us = 180e3,
-             .copy_engine_bytes_per_us = 374e3,
-             .benchmark_clock_mhz = 1980,
-             .sustained_clock_mhz = 1575,
-             .profile = h200_profile()};
+            .sms = 132,
+            .peak_flops_per_us = 989.4e6,
+            .memory_bytes_per_us = 3.35e6,
+            .memory_capacity_bytes = 80e9,
+            .gpus_per_node = 8,
+            .nvlink_bytes_per_us = 360e3,
+            .nvlink_latency_us = 2.5,
+            .network_bytes_per_us = 47e3,
+            .network_latency_us = 8,
+            .launch_us = 3,
+            .comm_sms = 16,
+            .p2p_sms = 2,
+            .gemm_efficiency = 0.806,
+            .fp8_gemm_speedup = 1.58,
+            .gemm_tile_m = 128,
+            .gemm_tile_n = 256,
+            .gemm_tile_k = 64,
+            .persistent_gemms = true,
+            .grouped_gemm_efficiency = 0.245,
+            .attention_forward_efficiency = 0.675,
+            .attention_backward_efficiency = 0.449,
+            .memory_efficiency = 0.9,
+            .p2p_bytes_per_us = 180e3,
+            .copy_engine_bytes_per_us = 374e3,
+            .benchmark_clock_mhz = 1980,
+            .sustained_clock_mhz = 1575,
+            .profile = h200_profile()};
   with_sm_probe(m, m.profile->concurrency);  // the same GH100 SMs
   return m;
 }

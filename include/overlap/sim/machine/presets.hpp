@@ -19,9 +19,8 @@ struct node_preset {
   machine (*make)();
 };
 
-inline constexpr node_preset node_presets[] = {{"h100", h100_node},   {"h200", h200_node},
-                                               {"b200", b200_node},   {"b300", b300_node},
-                                               {"gb200", gb200_nvl72}, {"gb300", gb300_nvl72}};
+inline constexpr node_preset node_presets[] = {{"h100", h100_node}, {"h200", h200_node},    {"b200", b200_node},
+                                               {"b300", b300_node}, {"gb200", gb200_nvl72}, {"gb300", gb300_nvl72}};
 
 /// The preset named `name`, or null.
 inline const node_preset* preset_named(std::string_view name) {

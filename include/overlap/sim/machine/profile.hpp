@@ -141,7 +141,8 @@ inline void check_rate(double v, const std::string& path, bool required, std::ve
 
 /// One std::invalid_argument: "<source>: N problems:" and a line each.
 [[noreturn]] inline void throw_problems(const std::string& source, const std::vector<std::string>& problems) {
-  std::string message = source + ": " + std::to_string(problems.size()) + (problems.size() == 1 ? " problem:" : " problems:");
+  std::string message =
+      source + ": " + std::to_string(problems.size()) + (problems.size() == 1 ? " problem:" : " problems:");
   for (const std::string& p : problems) (message += "\n  ") += p;
   throw std::invalid_argument(message);
 }
@@ -184,14 +185,16 @@ inline std::vector<std::string> problems(const profile& p) {
     detail::check_times(a.backward_us, a.seq.size() * a.heads.size(), path + ".backward_us", out);
   }
   const concurrency_probe& c = p.concurrency;
-  if (c.copy_ctas < 0 || c.copy_ctas_per_sm < 0) out.push_back("concurrency: copy_ctas and copy_ctas_per_sm must be >= 0");
+  if (c.copy_ctas < 0 || c.copy_ctas_per_sm < 0)
+    out.push_back("concurrency: copy_ctas and copy_ctas_per_sm must be >= 0");
   if (c.copy_ctas > 0)
     for (const double us : {c.gemm_alone_us, c.copy_alone_us, c.side_by_side_us})
       if (!detail::positive_time(us)) {
         out.push_back("concurrency: gemm_alone_us, copy_alone_us and side_by_side_us must be times in (0, 1e9] us");
         break;
       }
-  for (const auto& [name, us] : {std::pair{"copy_packed_us", c.copy_packed_us}, {"copy_beside_gemm_us", c.copy_beside_gemm_us}})
+  for (const auto& [name, us] :
+       {std::pair{"copy_packed_us", c.copy_packed_us}, {"copy_beside_gemm_us", c.copy_beside_gemm_us}})
     if (us != 0 && !detail::positive_time(us))
       out.push_back(std::string("concurrency.") + name + ": must be a time in (0, 1e9] us, or 0 for not measured");
   if (c.copy_ctas > 0 && c.copy_ctas >= p.sms)

@@ -256,8 +256,12 @@ inline nlohmann::json to_json(const profile& p) {
   doc["grouped_gemm"] = grouped;
   nlohmann::json attention = nlohmann::json::array();
   for (const attention_table& t : p.attention)
-    attention.push_back({{"backend", t.backend}, {"head_dim", t.head_dim}, {"seq", t.seq}, {"heads", t.heads},
-                         {"forward_us", t.forward_us}, {"backward_us", t.backward_us}});
+    attention.push_back({{"backend", t.backend},
+                         {"head_dim", t.head_dim},
+                         {"seq", t.seq},
+                         {"heads", t.heads},
+                         {"forward_us", t.forward_us},
+                         {"backward_us", t.backward_us}});
   doc["attention"] = attention;
   if (p.concurrency.copy_ctas > 0) {
     doc["concurrency"] = {{"copy_ctas", p.concurrency.copy_ctas},
