@@ -9,6 +9,8 @@ jobs=${JOBS:-$(nproc)}
 # Warnings fail the build where OVERLAP_WERROR=ON (CI sets it); elsewhere they are printed.
 werror=${OVERLAP_WERROR:-OFF}
 status=0
+echo "== format"
+"$root/scripts/check-format.sh" || status=1
 for cxx in g++ clang++; do
   command -v "$cxx" >/dev/null || { echo "== $cxx: not installed, skipped"; continue; }
   build="$root/build/$cxx"
