@@ -372,11 +372,10 @@ class svg_writer {
     write_xml_text(os_, legend_name(static_cast<category>(c)));
     os_ << " (any rank)</text>\n";
     const std::vector<double> share = exposed_share(c);
-    const std::size_t pixels = share.size();
-    for (std::size_t k = 0; k < pixels;) {
+    for (std::size_t k = 0; k < share.size();) {
       const int level = static_cast<int>(std::ceil(std::min(share[k], 1.0) * 10));  // 0..10
       std::size_t j = k + 1;
-      while (j < pixels && static_cast<int>(std::ceil(std::min(share[j], 1.0) * 10)) == level) ++j;
+      while (j < share.size() && static_cast<int>(std::ceil(std::min(share[j], 1.0) * 10)) == level) ++j;
       if (level > 0)
         os_ << "<rect class=\"exposed\" x=\"" << px(x_of(k * pixel_us_)) << "\" y=\"" << px(y + 2) << "\" width=\""
             << px(x_of(std::min(j * pixel_us_, span_us_)) - x_of(k * pixel_us_)) << "\" height=\"" << px(bar_height())
