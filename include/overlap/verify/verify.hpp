@@ -155,14 +155,214 @@ inline void rendezvous(const std::vector<schedule::program>& programs, step_grap
       g.unite(g.node(member.program, member.op), g.node(group.front().program, group.front().op));
 }
 
-/// `verify` of the full step, or with `classes` of the step its representatives stand for.
-inline std::vector<finding> verify_step(const std::vector<schedule::program>& programs,
-                                        const schedule::rank_classes* classes) {
+/// Malformed programs and steps: ops naming what does not exist, two programs for one rank, one
+/// communicator name with two member lists. Nothing else is checked on such a step.
+inline std::vector<finding> malformed(const std::vector<schedule::program>& programs) {
   std::vector<finding> out;
   for (const auto& p : programs)
     for (const auto& problem : schedule::structure_problems(p)) out.push_back({p.rank, problem.op, problem.text});
   for (const auto& problem : schedule::step_problems(programs))
     out.push_back({problem.rank, problem.op, problem.reason});
+  return out;
+}
+
+/// The contracted graph's roots in topological order, as far as Kahn's algorithm places them, and
+/// each root's count of predecessors left unplaced: what is left lies on or behind a cycle.
+struct topological_sort {
+  std::vector<std::size_t> order;
+  std::vector<int> indegree;
+  bool complete = true;  ///< every root placed: the graph is acyclic
+};
+
+inline topological_sort sort_topologically(step_graph& g, const adjacency& succ) {
+  topological_sort out;
+  out.indegree.assign(g.size(), 0);
+  for (std::size_t n = 0; n < g.size(); ++n)
+    if (g.find(n) == n)
+      for (const std::size_t m : succ.of(n)) ++out.indegree[m];
+  std::vector<std::size_t> ready;
+  for (std::size_t n = 0; n < g.size(); ++n)
+    if (g.find(n) == n && out.indegree[n] == 0) ready.push_back(n);
+  while (!ready.empty()) {
+    const std::size_t n = ready.back();
+    ready.pop_back();
+    out.order.push_back(n);
+    for (const std::size_t m : succ.of(n))
+      if (--out.indegree[m] == 0) ready.push_back(m);
+  }
+  std::size_t roots = 0;
+  for (std::size_t n = 0; n < g.size(); ++n) roots += g.find(n) == n;
+  out.complete = out.order.size() == roots;
+  return out;
+}
+
+/// A node of the contracted graph as the ops it stands for: a step of a cycle may be a
+/// rendezvous, so every rank's op in it is named.
+inline std::string describe_node(const std::vector<schedule::program>& programs, step_graph& g, std::size_t node) {
+  std::string text;
+  for (std::size_t m = 0; m < g.size(); ++m) {
+    if (g.find(m) != node) continue;
+    const auto [pi, oi] = g.locate(m);
+    text += (text.empty() ? "" : " = ") + std::string("rank ") + std::to_string(programs[pi].rank) + " op " +
+            std::to_string(oi) + " (" + schedule::display_name(programs[pi].ops[oi]) + ")";
+  }
+  return text;
+}
+
+/// The finding for a graph that `sorted` could not place whole: one cycle, its ops in order.
+inline finding dependency_cycle(const std::vector<schedule::program>& programs, step_graph& g, const adjacency& succ,
+                                const topological_sort& sorted) {
+  const std::vector<int>& indegree = sorted.indegree;
+  // Every node Kahn left has a predecessor it also left: walking predecessors must repeat a
+  // node, and the walk between the two visits is a cycle.
+  std::vector<std::vector<std::size_t>> pred(g.size());
+  for (std::size_t n = 0; n < g.size(); ++n)
+    for (const std::size_t m : succ.of(n)) pred[m].push_back(n);
+  std::size_t n = 0;
+  while (g.find(n) != n || indegree[n] == 0) ++n;
+  std::vector<std::size_t> path;
+  std::vector<int> seen(g.size(), -1);
+  while (seen[n] < 0) {
+    seen[n] = static_cast<int>(path.size());
+    path.push_back(n);
+    for (const std::size_t m : pred[n])
+      if (indegree[m] > 0) {
+        n = m;
+        break;
+      }
+  }
+  std::string cycle;
+  for (std::size_t k = path.size(); k-- > static_cast<std::size_t>(seen[n]);)
+    cycle += (cycle.empty() ? "" : " -> ") + describe_node(programs, g, path[k]);
+  const auto [pi, oi] = g.locate(n);
+  return {programs[pi].rank, static_cast<int>(oi), "dependency cycle, the step would hang: " + cycle};
+}
+
+/// Whether one op of a program depends on another, judged on the acyclic graph. First on the
+/// rank's own edges, which all point forward in issue order: one pass gives every op a vector
+/// clock, the latest op of each stream it depends on, and an op depends on an earlier one of
+/// stream s if its clock for s has reached it. What that does not show (a path through other
+/// ranks, or a race) is searched for in the whole contracted graph, in topological order, only
+/// through nodes placed before the target.
+class dependence {
+ public:
+  dependence(const std::vector<schedule::program>& programs, step_graph& g, const adjacency& succ,
+             const std::vector<std::size_t>& order)
+      : programs_(programs), g_(g), succ_(succ), position_(g.size(), 0), mark_(g.size(), 0) {
+    for (std::size_t k = 0; k < order.size(); ++k) position_[order[k]] = k;
+  }
+
+  /// The clocks of program `pi`'s ops (ops x streams, in one array, reused for the next
+  /// program): `reaches` asks of the program clocked last.
+  void clock_program(std::size_t pi) {
+    const auto& p = programs_[pi];
+    const std::size_t streams = p.streams.size();
+    clock_.assign(p.ops.size() * streams, -1);
+    for (std::size_t i = 0; i < p.ops.size(); ++i) {
+      // What op i depends on; then op i itself.
+      mine_.assign(clock_.begin() + static_cast<std::ptrdiff_t>(i * streams),
+                   clock_.begin() + static_cast<std::ptrdiff_t>((i + 1) * streams));
+      if (p.ops[i].kind != schedule::op_kind::host_sync) mine_[p.ops[i].stream] = static_cast<long>(i);
+      for (const std::size_t m : g_.local_successors(g_.node(pi, i))) {
+        long* const next = clock_.data() + (m - g_.node(pi, 0)) * streams;
+        for (std::size_t s = 0; s < streams; ++s) next[s] = std::max(next[s], mine_[s]);
+      }
+    }
+  }
+
+  /// Whether op `b` of program `pi` depends on its op `a` (or meets it in one rendezvous).
+  bool reaches(std::size_t pi, std::size_t a, std::size_t b) {
+    const schedule::op& x = programs_[pi].ops[a];
+    if (a < b && x.kind != schedule::op_kind::host_sync &&
+        clock_[b * programs_[pi].streams.size() + static_cast<std::size_t>(x.stream)] >= static_cast<long>(a))
+      return true;
+    const std::size_t from = g_.find(g_.node(pi, a)), to = g_.find(g_.node(pi, b));
+    if (from == to) return true;
+    ++search_;
+    todo_.assign(1, from);
+    while (!todo_.empty()) {
+      const std::size_t n = todo_.back();
+      todo_.pop_back();
+      for (const std::size_t m : succ_.of(n)) {
+        if (m == to) return true;
+        if (mark_[m] != search_ && position_[m] < position_[to]) {
+          mark_[m] = search_;
+          todo_.push_back(m);
+        }
+      }
+    }
+    return false;
+  }
+
+ private:
+  const std::vector<schedule::program>& programs_;
+  step_graph& g_;
+  const adjacency& succ_;
+  std::vector<std::size_t> position_;  ///< each root's place in topological order
+  std::vector<unsigned> mark_;         ///< the last search that reached each node
+  unsigned search_ = 0;
+  std::vector<std::size_t> todo_;
+  std::vector<long> clock_, mine_;
+};
+
+/// "buffer 3 (activation l1 mb0)".
+inline std::string buffer_name(const schedule::program& p, int b) {
+  return "buffer " + std::to_string(b) + " (" + schedule::display_name(p.buffers[static_cast<std::size_t>(b)]) + ")";
+}
+
+/// A buffer is its index: two indices that describe one tensor would hide every hazard between
+/// an op that writes through one and an op that reads through the other. Buffers left
+/// undescribed (`buffer{}`) are told apart by their index alone.
+inline void duplicate_buffers(const schedule::program& p, std::vector<finding>& out) {
+  std::unordered_map<schedule::buffer, std::size_t, detail::buffer_hash> first_index;
+  for (std::size_t b = 0; b < p.buffers.size(); ++b) {
+    if (p.buffers[b] == schedule::buffer{}) continue;
+    const auto [it, added] = first_index.try_emplace(p.buffers[b], b);
+    if (!added)
+      out.push_back({p.rank, -1,
+                     buffer_name(p, static_cast<int>(b)) + " describes the same tensor as buffer " +
+                         std::to_string(it->second) + "; a buffer is its index: list it once and name that index"});
+  }
+}
+
+/// The races on program `pi`'s buffers, in issue order: a read that does not depend on the last
+/// write, a write that does not wait for the reads since the last write or for that write.
+inline void data_hazards(const std::vector<schedule::program>& programs, std::size_t pi, dependence& d,
+                         std::vector<finding>& out) {
+  const auto& p = programs[pi];
+  std::vector<long> writer(p.buffers.size(), -1);
+  std::vector<std::vector<std::size_t>> readers(p.buffers.size());
+  for (std::size_t i = 0; i < p.ops.size(); ++i) {
+    const schedule::op& o = p.ops[i];
+    for (const int b : o.reads) {
+      if (writer[b] >= 0 && !d.reaches(pi, static_cast<std::size_t>(writer[b]), i))
+        out.push_back({p.rank, static_cast<int>(i),
+                       "reads " + buffer_name(p, b) + " without depending on op " + std::to_string(writer[b]) +
+                           " that writes it (missing event wait)"});
+      readers[b].push_back(i);
+    }
+    for (const int b : o.writes) {
+      for (const std::size_t r : readers[b])
+        if (r != i && !d.reaches(pi, r, i))
+          out.push_back({p.rank, static_cast<int>(i),
+                         "overwrites " + buffer_name(p, b) + " while op " + std::to_string(r) +
+                             " may still read it (reuse before its readers are done)"});
+      if (writer[b] >= 0 && !d.reaches(pi, static_cast<std::size_t>(writer[b]), i))
+        out.push_back({p.rank, static_cast<int>(i),
+                       "writes " + buffer_name(p, b) + " concurrently with op " + std::to_string(writer[b]) +
+                           " that also writes it"});
+      writer[b] = static_cast<long>(i);
+      readers[b].clear();
+    }
+  }
+}
+
+/// `verify` of the full step, or with `classes` of the step its representatives stand for: the
+/// checks in order, each only on a step that passed those before it (malformed, then the class
+/// map, the rendezvous, cycles), the data hazards last.
+inline std::vector<finding> verify_step(const std::vector<schedule::program>& programs,
+                                        const schedule::rank_classes* classes) {
+  std::vector<finding> out = malformed(programs);
   if (!out.empty()) return out;
   if (classes)
     if (const std::string problem = schedule::class_problems(programs, *classes); !problem.empty())
@@ -173,155 +373,15 @@ inline std::vector<finding> verify_step(const std::vector<schedule::program>& pr
   rendezvous(programs, g, out, classes != nullptr);
   if (!out.empty()) return out;
 
-  // Kahn's algorithm on the contracted graph; what is left lies on or behind a cycle.
-  const auto succ = g.contracted();
-  std::vector<int> indegree(g.size(), 0);
-  for (std::size_t n = 0; n < g.size(); ++n)
-    if (g.find(n) == n)
-      for (const std::size_t m : succ.of(n)) ++indegree[m];
-  std::vector<std::size_t> ready, order;
-  for (std::size_t n = 0; n < g.size(); ++n)
-    if (g.find(n) == n && indegree[n] == 0) ready.push_back(n);
-  while (!ready.empty()) {
-    const std::size_t n = ready.back();
-    ready.pop_back();
-    order.push_back(n);
-    for (const std::size_t m : succ.of(n))
-      if (--indegree[m] == 0) ready.push_back(m);
-  }
-  std::size_t roots = 0;
-  for (std::size_t n = 0; n < g.size(); ++n) roots += g.find(n) == n;
-  if (order.size() != roots) {
-    // Every node Kahn left has a predecessor it also left: walking predecessors must repeat a
-    // node, and the walk between the two visits is a cycle.
-    std::vector<std::vector<std::size_t>> pred(g.size());
-    for (std::size_t n = 0; n < g.size(); ++n)
-      for (const std::size_t m : succ.of(n)) pred[m].push_back(n);
-    std::size_t n = 0;
-    while (g.find(n) != n || indegree[n] == 0) ++n;
-    std::vector<std::size_t> path;
-    std::vector<int> seen(g.size(), -1);
-    while (seen[n] < 0) {
-      seen[n] = static_cast<int>(path.size());
-      path.push_back(n);
-      for (const std::size_t m : pred[n])
-        if (indegree[m] > 0) {
-          n = m;
-          break;
-        }
-    }
-    // A step of the cycle may be a rendezvous: name every rank's op in it.
-    const auto describe_node = [&](std::size_t node) {
-      std::string text;
-      for (std::size_t m = 0; m < g.size(); ++m) {
-        if (g.find(m) != node) continue;
-        const auto [pi, oi] = g.locate(m);
-        text += (text.empty() ? "" : " = ") + std::string("rank ") + std::to_string(programs[pi].rank) + " op " +
-                std::to_string(oi) + " (" + schedule::display_name(programs[pi].ops[oi]) + ")";
-      }
-      return text;
-    };
-    std::string cycle;
-    for (std::size_t k = path.size(); k-- > static_cast<std::size_t>(seen[n]);)
-      cycle += (cycle.empty() ? "" : " -> ") + describe_node(path[k]);
-    const auto [pi, oi] = g.locate(n);
-    out.push_back({programs[pi].rank, static_cast<int>(oi), "dependency cycle, the step would hang: " + cycle});
-    return out;
-  }
+  const adjacency succ = g.contracted();
+  const topological_sort sorted = sort_topologically(g, succ);
+  if (!sorted.complete) return {dependency_cycle(programs, g, succ, sorted)};
 
-  // Data hazards, judged on the acyclic graph. First on the rank's own edges, which all point
-  // forward in issue order: one pass gives every op a vector clock, the latest op of each stream
-  // it depends on, and an op depends on an earlier one of stream s if its clock for s has reached
-  // it. What that does not show (a path through other ranks, or a race) is searched for in the
-  // whole contracted graph, in topological order, only through nodes placed before the target.
-  // The clocks of one program at a time (ops x streams, in one array, reused for the next).
-  std::vector<long> clock, mine;
-  const auto clock_of = [&](std::size_t pi) {
-    const auto& p = programs[pi];
-    const std::size_t streams = p.streams.size();
-    clock.assign(p.ops.size() * streams, -1);
-    for (std::size_t i = 0; i < p.ops.size(); ++i) {
-      // What op i depends on; then op i itself.
-      mine.assign(clock.begin() + static_cast<std::ptrdiff_t>(i * streams),
-                  clock.begin() + static_cast<std::ptrdiff_t>((i + 1) * streams));
-      if (p.ops[i].kind != schedule::op_kind::host_sync) mine[p.ops[i].stream] = static_cast<long>(i);
-      for (const std::size_t m : g.local_successors(g.node(pi, i))) {
-        long* const next = clock.data() + (m - g.node(pi, 0)) * streams;
-        for (std::size_t s = 0; s < streams; ++s) next[s] = std::max(next[s], mine[s]);
-      }
-    }
-  };
-  std::vector<std::size_t> position(g.size(), 0);
-  for (std::size_t k = 0; k < order.size(); ++k) position[order[k]] = k;
-  std::vector<unsigned> mark(g.size(), 0);
-  unsigned search = 0;
-  std::vector<std::size_t> todo;
-  const auto reaches = [&](std::size_t pi, std::size_t a, std::size_t b) {
-    const schedule::op& x = programs[pi].ops[a];
-    if (a < b && x.kind != schedule::op_kind::host_sync &&
-        clock[b * programs[pi].streams.size() + static_cast<std::size_t>(x.stream)] >= static_cast<long>(a))
-      return true;
-    const std::size_t from = g.find(g.node(pi, a)), to = g.find(g.node(pi, b));
-    if (from == to) return true;
-    ++search;
-    todo.assign(1, from);
-    while (!todo.empty()) {
-      const std::size_t n = todo.back();
-      todo.pop_back();
-      for (const std::size_t m : succ.of(n)) {
-        if (m == to) return true;
-        if (mark[m] != search && position[m] < position[to]) {
-          mark[m] = search;
-          todo.push_back(m);
-        }
-      }
-    }
-    return false;
-  };
+  dependence d(programs, g, succ, sorted.order);
   for (std::size_t pi = 0; pi < programs.size(); ++pi) {
-    const auto& p = programs[pi];
-    if (!p.buffers.empty()) clock_of(pi);  // no buffers: no op reads or writes one
-    std::vector<long> writer(p.buffers.size(), -1);
-    std::vector<std::vector<std::size_t>> readers(p.buffers.size());
-    const auto buffer_name = [&](int b) {
-      return "buffer " + std::to_string(b) + " (" + schedule::display_name(p.buffers[static_cast<std::size_t>(b)]) +
-             ")";
-    };
-    // A buffer is its index: two indices that describe one tensor would hide every hazard
-    // between an op that writes through one and an op that reads through the other. Buffers left
-    // undescribed (`buffer{}`) are told apart by their index alone.
-    std::unordered_map<schedule::buffer, std::size_t, detail::buffer_hash> first_index;
-    for (std::size_t b = 0; b < p.buffers.size(); ++b) {
-      if (p.buffers[b] == schedule::buffer{}) continue;
-      const auto [it, added] = first_index.try_emplace(p.buffers[b], b);
-      if (!added)
-        out.push_back({p.rank, -1,
-                       buffer_name(static_cast<int>(b)) + " describes the same tensor as buffer " +
-                           std::to_string(it->second) + "; a buffer is its index: list it once and name that index"});
-    }
-    for (std::size_t i = 0; i < p.ops.size(); ++i) {
-      const schedule::op& o = p.ops[i];
-      for (const int b : o.reads) {
-        if (writer[b] >= 0 && !reaches(pi, static_cast<std::size_t>(writer[b]), i))
-          out.push_back({p.rank, static_cast<int>(i),
-                         "reads " + buffer_name(b) + " without depending on op " + std::to_string(writer[b]) +
-                             " that writes it (missing event wait)"});
-        readers[b].push_back(i);
-      }
-      for (const int b : o.writes) {
-        for (const std::size_t r : readers[b])
-          if (r != i && !reaches(pi, r, i))
-            out.push_back({p.rank, static_cast<int>(i),
-                           "overwrites " + buffer_name(b) + " while op " + std::to_string(r) +
-                               " may still read it (reuse before its readers are done)"});
-        if (writer[b] >= 0 && !reaches(pi, static_cast<std::size_t>(writer[b]), i))
-          out.push_back({p.rank, static_cast<int>(i),
-                         "writes " + buffer_name(b) + " concurrently with op " + std::to_string(writer[b]) +
-                             " that also writes it"});
-        writer[b] = static_cast<long>(i);
-        readers[b].clear();
-      }
-    }
+    if (!programs[pi].buffers.empty()) d.clock_program(pi);  // no buffers: no op reads or writes one
+    duplicate_buffers(programs[pi], out);
+    data_hazards(programs, pi, d, out);
   }
   return out;
 }
