@@ -255,3 +255,45 @@ TEST_CASE("a buffer is its index: two entries describing one tensor are refused,
   CHECK(ov::verify_report({p}).find("reads buffer 0 (activation l1 mb0) without depending on op 0") !=
         std::string::npos);
 }
+
+TEST_CASE("a read of an activation that no op of the program writes is named, with its op and the fix") {
+  // Layer 1's fc1 reads its input, activation l1 mb0, and its parameters; no op computes the input.
+  sc::program p;
+  p.streams = {{sc::stream_role::compute, 0}};
+  p.buffers = {
+      {.kind = sc::buffer_kind::parameters, .of = sc::op_type::fc1_fprop, .at = {.layer = 1}},
+      {.kind = sc::buffer_kind::activation, .at = {.layer = 1, .micro_batch = 0}},
+      {.kind = sc::buffer_kind::workspace, .of = sc::op_type::fc1_fprop, .at = {.layer = 1, .micro_batch = 0}}};
+  const sc::op_key fc1{.type = sc::op_type::fc1_fprop, .at = {.layer = 1, .micro_batch = 0}};
+  p.ops = {compute(0, fc1, {0, 1}, {2})};
+  const auto found = ov::verify({p});
+  INFO(reasons(found, {p}));
+  REQUIRE(found.size() == 1);
+  CHECK(ov::describe(found[0], {p}) ==
+        "rank 0 op 0 (fc1_fprop l1 mb0): reads buffer 1 (activation l1 mb0), which no op of this program writes "
+        "(only model state and userbuffers exist before the step); write it first, with the op that computes or "
+        "receives it, or read the buffer that op writes");
+  // The control: layer 0's fc2 writes the input first. The parameters, which no op writes either,
+  // are model state: they exist before the step.
+  const sc::op_key fc2{.type = sc::op_type::fc2_fprop, .at = {.layer = 0, .micro_batch = 0}};
+  p.ops.insert(p.ops.begin(), compute(0, fc2, {}, {1}));
+  CHECK(ov::verify({p}).empty());
+}
+
+TEST_CASE("the first layer's input is the batch where no embedding computes it, else it must be written") {
+  // A GEMM slot built alone reads activation l0 as the data loader's batch; beside an embedding
+  // that writes another buffer, the same read has nothing to compute it.
+  sc::program p;
+  p.streams = {{sc::stream_role::compute, 0}};
+  p.buffers = {{.kind = sc::buffer_kind::activation, .at = {.layer = 0, .micro_batch = 0}},
+               {.kind = sc::buffer_kind::workspace, .of = sc::op_type::qkv_fprop, .at = {.layer = 0, .micro_batch = 0}},
+               {.kind = sc::buffer_kind::workspace, .of = sc::op_type::embedding_fprop, .at = {.micro_batch = 0}}};
+  const sc::op_key qkv{.type = sc::op_type::qkv_fprop, .at = {.layer = 0, .micro_batch = 0}};
+  p.ops = {compute(0, qkv, {0}, {1})};
+  CHECK(ov::verify({p}).empty());
+  const sc::op_key embedding{.type = sc::op_type::embedding_fprop, .at = {.micro_batch = 0}};
+  p.ops.insert(p.ops.begin(), compute(0, embedding, {}, {2}));
+  const auto found = ov::verify({p});
+  INFO(reasons(found, {p}));
+  CHECK(mentions(found, 0, 1, "reads buffer 0 (activation l0 mb0), which no op of this program writes"));
+}

@@ -13,9 +13,13 @@
 ///   that does not wait for every earlier reader (reuse before its readers are done);
 /// - two buffers of one program that describe the same tensor: a buffer's identity is its index
 ///   in `program::buffers` (what the data-flow checks follow), so each tensor is listed once
-///   (buffers left undescribed, `buffer{}`, are told apart by their index alone).
-///   A read with no write before it is an input of the program (the batch the data loader gives
-///   the first layer, a layer's input where a program holds one family alone): accepted.
+///   (buffers left undescribed, `buffer{}`, are told apart by their index alone);
+/// - a read of a buffer that no op of its program writes, where the buffer's kind is made during
+///   the step (an activation, a workspace, tokens...): nothing ever computes what the op reads.
+///   Model state (parameters, gradients, the optimizer's shard and state) and userbuffers exist
+///   before the step, so a read of them with no write before it is accepted; so is a read of the
+///   first layer's input in a program without the embedding (a slot or a family built alone takes
+///   it as the data loader's batch), and of a buffer left undescribed (its kind is not said).
 /// Dependencies are what program/semantics.hpp says: the order on each rank (stream and
 /// communicator FIFO, events, host syncs, NCCL groups) and the cross-rank rendezvous of matching
 /// collectives and send/recv pairs. A step generated once per class of symmetric ranks is checked
@@ -325,6 +329,44 @@ inline void duplicate_buffers(const schedule::program& p, std::vector<finding>& 
   }
 }
 
+/// Whether a buffer of kind `k` holds something when the step begins, whoever writes it: the
+/// model's state (parameters, their gradients, the optimizer's shard and state) and the userbuffers
+/// Transformer Engine registers once, before the first step. Every other kind is made in the step.
+constexpr bool exists_before_step(schedule::buffer_kind k) {
+  using schedule::buffer_kind;
+  return k == buffer_kind::parameters || k == buffer_kind::gradients || k == buffer_kind::parameter_shard ||
+         k == buffer_kind::optimizer_state || k == buffer_kind::userbuffer;
+}
+
+/// The reads of buffers that no op of `p` writes and that do not exist before the step, each
+/// buffer named once, at its first reader. Not judged: model state and userbuffers
+/// (`exists_before_step`), the first layer's input in a program without the embedding (a slot
+/// or a family built alone takes it as the data loader's batch), and buffers left undescribed
+/// (`buffer{}`, whose kind is not said).
+inline void unwritten_reads(const schedule::program& p, std::vector<finding>& out) {
+  std::vector<char> judged(p.buffers.size(), 0);  // written, not judged, or named already
+  bool embeds = false;
+  for (const schedule::op& o : p.ops) {
+    for (const int b : o.writes) judged[static_cast<std::size_t>(b)] = 1;
+    embeds = embeds || o.key.type == schedule::op_type::embedding_fprop;
+  }
+  for (std::size_t b = 0; b < p.buffers.size(); ++b) {
+    const schedule::buffer& x = p.buffers[b];
+    const bool batch = !embeds && x.kind == schedule::buffer_kind::activation && x.at.layer == 0;
+    if (x == schedule::buffer{} || exists_before_step(x.kind) || batch) judged[b] = 1;
+  }
+  for (std::size_t i = 0; i < p.ops.size(); ++i)
+    for (const int b : p.ops[i].reads) {
+      if (judged[static_cast<std::size_t>(b)]) continue;
+      judged[static_cast<std::size_t>(b)] = 1;
+      out.push_back({p.rank, static_cast<int>(i),
+                     "reads " + buffer_name(p, b) +
+                         ", which no op of this program writes (only model state and userbuffers exist before the "
+                         "step); write it first, with the op that computes or receives it, or read the buffer that "
+                         "op writes"});
+    }
+}
+
 /// The races on program `pi`'s buffers, in issue order: a read that does not depend on the last
 /// write, a write that does not wait for the reads since the last write or for that write.
 inline void data_hazards(const std::vector<schedule::program>& programs, std::size_t pi, dependence& d,
@@ -359,7 +401,7 @@ inline void data_hazards(const std::vector<schedule::program>& programs, std::si
 
 /// `verify` of the full step, or with `classes` of the step its representatives stand for: the
 /// checks in order, each only on a step that passed those before it (malformed, then the class
-/// map, the rendezvous, cycles), the data hazards last.
+/// map, the rendezvous, cycles), the buffers' data flow last.
 inline std::vector<finding> verify_step(const std::vector<schedule::program>& programs,
                                         const schedule::rank_classes* classes) {
   std::vector<finding> out = malformed(programs);
@@ -381,6 +423,7 @@ inline std::vector<finding> verify_step(const std::vector<schedule::program>& pr
   for (std::size_t pi = 0; pi < programs.size(); ++pi) {
     if (!programs[pi].buffers.empty()) d.clock_program(pi);  // no buffers: no op reads or writes one
     duplicate_buffers(programs[pi], out);
+    unwritten_reads(programs[pi], out);
     data_hazards(programs, pi, d, out);
   }
   return out;
