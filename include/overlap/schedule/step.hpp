@@ -182,19 +182,34 @@ inline std::string oversized_sides(const workload& w) {
   return text;
 }
 
-inline step_shape shape_of(const settings& s, const resolved_settings& r, const workload& w, family_set on) {
-  std::vector<std::string> problems;
-  const auto need = [&](bool ok, const std::string& what) {
-    if (!ok) problems.push_back(what);
-  };
-  // The settings first: every rule of the table, as validate() reports them, but for those upstream
-  // does not check and runs as written (validate_runnable). What follows divides by their sizes,
-  // so it is skipped when they are wrong.
+/// The problems compose_step finds, gathered so that one exception names them all.
+struct shape_problems {
+  std::vector<std::string> list;
+
+  void need(bool ok, const std::string& what) {
+    if (!ok) list.push_back(what);
+  }
+  [[noreturn]] void fail() const {
+    std::string message =
+        "compose_step: " + std::to_string(list.size()) + (list.size() == 1 ? " problem: " : " problems: ");
+    for (std::size_t i = 0; i < list.size(); ++i) message += (i == 0 ? "" : "; ") + list[i];
+    throw std::invalid_argument(message);
+  }
+};
+
+/// The settings first: every rule of the table, as validate() reports them, but for those upstream
+/// does not check and runs as written (validate_runnable); then the workload's sizes, positive and
+/// within what a program may hold. False when the checks after these cannot run: they divide by
+/// the sizes.
+inline bool check_settings_and_sizes(const settings& s, const resolved_settings& r, const workload& w,
+                                     shape_problems& problems) {
   const report checked = validate_runnable(s);
   // append, not "[" + string: g++ 12 -O3 reports a false -Wrestrict on that in some TUs (PR 105329).
-  for (const diagnostic& v : checked) problems.push_back(std::string("[").append(v.id).append("] ").append(v.message));
-  need(!checked.resolved || *checked.resolved == r,
-       "the resolved settings are not derive(settings) (pass Cfg::resolved with Cfg::settings, or derive(s) with s)");
+  for (const diagnostic& v : checked)
+    problems.list.push_back(std::string("[").append(v.id).append("] ").append(v.message));
+  problems.need(
+      !checked.resolved || *checked.resolved == r,
+      "the resolved settings are not derive(settings) (pass Cfg::resolved with Cfg::settings, or derive(s) with s)");
   const bool positive = w.num_layers > 0 && w.micro_batches > 0 && w.seq_length > 0 && w.micro_batch_size > 0 &&
                         w.hidden_size > 0 && w.ffn_hidden_size > 0 && w.num_attention_heads > 0 && w.vocab_size > 0 &&
                         w.num_query_groups >= 0 && w.kv_channels >= 0 && w.moe_router_topk >= 0 &&
@@ -203,133 +218,202 @@ inline step_shape shape_of(const settings& s, const resolved_settings& r, const 
                                                        w.qk_pos_emb_head_dim >= 0 && w.v_head_dim > 0));
   if (positive)  // what a program may hold (gemm_shape::valid), far beyond any GEMM trained today
     for (const workload::named_extent& e : w.gemm_extents(s.mtp_num_layers.value_or(0) > 0))
-      need(e.extent <= static_cast<double>(gemm_shape::most),
-           "a GEMM size is beyond 2^31: " + std::string(e.what) + " = " +
-               std::to_string(std::llround(std::min(e.extent, 9e18))));
-  need(positive,
-       "workload sizes must be positive (num_query_groups and kv_channels: 0 for the default; moe_router_topk and "
-       "moe_ffn_hidden_size: 0 on a dense model; with multi_latent_attention q_lora_rank 0 for none and "
-       "qk_pos_emb_head_dim 0 for no rotary part)");
-  const auto fail = [&] {
-    std::string message =
-        "compose_step: " + std::to_string(problems.size()) + (problems.size() == 1 ? " problem: " : " problems: ");
-    for (std::size_t i = 0; i < problems.size(); ++i) message += (i == 0 ? "" : "; ") + problems[i];
-    throw std::invalid_argument(message);
-  };
-  if (!checked.ok() || !positive) fail();
+      problems.need(e.extent <= static_cast<double>(gemm_shape::most),
+                    "a GEMM size is beyond 2^31: " + std::string(e.what) + " = " +
+                        std::to_string(std::llround(std::min(e.extent, 9e18))));
+  problems.need(positive,
+                "workload sizes must be positive (num_query_groups and kv_channels: 0 for the default; "
+                "moe_router_topk and moe_ffn_hidden_size: 0 on a dense model; with multi_latent_attention "
+                "q_lora_rank 0 for none and qk_pos_emb_head_dim 0 for no rotary part)");
+  return checked.ok() && positive;
+}
 
-  step_shape k;
-  const int experts = s.num_moe_experts.value_or(0);
-  k.moe = experts > 0;
-  const int tp = on.tp ? s.tensor_model_parallel_size : 1;
-  const int pp = on.pp ? s.pipeline_model_parallel_size : 1;
-  const int ep = on.ep && k.moe ? s.expert_model_parallel_size : 1;
-  const int dp = on.dp ? s.data_parallel_size : 1;
-  k.chunks = pp > 1 ? s.virtual_pipeline_model_parallel_size.value_or(1) : 1;
-  // Ranks along the data-parallel dimension: the dp group, or as many as the ep group needs.
-  const int data = on.dp ? dp : (ep + tp - 1) / tp;
-  const std::int64_t stages = std::int64_t{pp} * k.chunks;  // vpp is not bounded by the rules
-  need(!(s.fp8 && s.fp4), "fp8 and fp4 are both set: the step quantizes its GEMMs with one recipe; set one");
-  need(s.context_parallel_size == 1,
-       "context parallelism (context_parallel_size " + std::to_string(s.context_parallel_size) + ") is not modelled");
+/// The sizes of the families a step composes; a family left out runs as if its size were 1.
+struct family_sizes {
+  int experts = 0;  ///< num_moe_experts (0: a dense model)
+  int tp = 1, pp = 1, ep = 1;
+  int chunks = 1;  ///< virtual pipeline stages per pipeline stage
+  int data = 1;    ///< ranks along the data-parallel dimension: the dp group, or as many as the ep group needs
+};
+
+inline family_sizes family_sizes_of(const settings& s, family_set on) {
+  family_sizes n;
+  n.experts = s.num_moe_experts.value_or(0);
+  n.tp = on.tp ? s.tensor_model_parallel_size : 1;
+  n.pp = on.pp ? s.pipeline_model_parallel_size : 1;
+  n.ep = on.ep && n.experts > 0 ? s.expert_model_parallel_size : 1;
+  n.chunks = n.pp > 1 ? s.virtual_pipeline_model_parallel_size.value_or(1) : 1;
+  n.data = on.dp ? s.data_parallel_size : (n.ep + n.tp - 1) / n.tp;
+  return n;
+}
+
+/// What the settings ask for that the step does not model.
+inline void check_modelled(const settings& s, shape_problems& problems) {
+  problems.need(!(s.fp8 && s.fp4), "fp8 and fp4 are both set: the step quantizes its GEMMs with one recipe; set one");
+  problems.need(s.context_parallel_size == 1, "context parallelism (context_parallel_size " +
+                                                  std::to_string(s.context_parallel_size) + ") is not modelled");
+}
+
+/// The layers of each virtual stage (chunk c of stage p at c x pp + p), and the most layers one
+/// pipeline stage holds over its chunks.
+struct pipeline_split {
+  std::vector<int> layers;
+  int most_per_stage = 0;
+};
+
+/// The pipeline's split of the layers (split_layers), and whether the interleaved schedule can run
+/// the micro-batches.
+inline pipeline_split split_pipeline(const settings& s, const workload& w, const family_sizes& n,
+                                     shape_problems& problems) {
+  pipeline_split out;
+  const std::int64_t stages = std::int64_t{n.pp} * n.chunks;  // vpp is not bounded by the rules
   // One stage when the pipeline is left out: its layout fields then say nothing.
-  const std::vector<int> split = stages == 1 ? std::vector<int>{w.num_layers}
-                                             : split_layers(w, pp, k.chunks, s.mtp_num_layers.value_or(0), problems);
-  int most_per_stage = 0;  // the most layers one pipeline stage holds, over its chunks
-  for (int p = 0; p < pp && !split.empty(); ++p) {
+  out.layers = stages == 1 ? std::vector<int>{w.num_layers}
+                           : split_layers(w, n.pp, n.chunks, s.mtp_num_layers.value_or(0), problems.list);
+  for (int p = 0; p < n.pp && !out.layers.empty(); ++p) {
     int here = 0;
-    for (int c = 0; c < k.chunks; ++c) here += split[static_cast<std::size_t>(c * pp + p)];
-    most_per_stage = std::max(most_per_stage, here);
+    for (int c = 0; c < n.chunks; ++c) here += out.layers[static_cast<std::size_t>(c * n.pp + p)];
+    out.most_per_stage = std::max(out.most_per_stage, here);
   }
-  need(k.chunks == 1 || w.micro_batches % pp == 0, "the interleaved schedule needs micro_batches (" +
-                                                       std::to_string(w.micro_batches) + ") to be a multiple of pp (" +
-                                                       std::to_string(pp) + ")");
+  problems.need(n.chunks == 1 || w.micro_batches % n.pp == 0,
+                "the interleaved schedule needs micro_batches (" + std::to_string(w.micro_batches) +
+                    ") to be a multiple of pp (" + std::to_string(n.pp) + ")");
+  return out;
+}
+
+/// Whether tensor parallelism divides the attention heads, the query groups and the FFN.
+inline void check_tensor_parallel_sizes(const workload& w, int tp, shape_problems& problems) {
   if (w.multi_latent_attention) {  // MLA's heads each have their own keys: no groups, no kv_channels
-    need(w.num_attention_heads % tp == 0, "num_attention_heads must be a multiple of tp (" + std::to_string(tp) + ")");
+    problems.need(w.num_attention_heads % tp == 0,
+                  "num_attention_heads must be a multiple of tp (" + std::to_string(tp) + ")");
   } else {
-    need(w.num_attention_heads % tp == 0 && w.query_groups() % tp == 0,
-         "num_attention_heads and num_query_groups must be multiples of tp (" + std::to_string(tp) + ")");
-    need(w.kv_channels > 0 || w.hidden_size % w.num_attention_heads == 0,
-         "hidden_size must be a multiple of num_attention_heads, or set kv_channels");
-    need(w.num_query_groups == 0 || w.num_attention_heads % w.num_query_groups == 0,
-         "num_attention_heads must be a multiple of num_query_groups");
+    problems.need(w.num_attention_heads % tp == 0 && w.query_groups() % tp == 0,
+                  "num_attention_heads and num_query_groups must be multiples of tp (" + std::to_string(tp) + ")");
+    problems.need(w.kv_channels > 0 || w.hidden_size % w.num_attention_heads == 0,
+                  "hidden_size must be a multiple of num_attention_heads, or set kv_channels");
+    problems.need(w.num_query_groups == 0 || w.num_attention_heads % w.num_query_groups == 0,
+                  "num_attention_heads must be a multiple of num_query_groups");
   }
-  need(w.ffn_hidden_size % tp == 0, "ffn_hidden_size must be a multiple of tp");
-  if (k.moe) {
-    need(w.moe_router_topk > 0 && w.moe_router_topk <= experts,
-         "moe_router_topk (" + std::to_string(w.moe_router_topk) + ") must be in 1..num_moe_experts (" +
-             std::to_string(experts) + ")");
-    need(w.moe_ffn_hidden_size > 0, "moe_ffn_hidden_size must be positive with num_moe_experts set");
-    need(experts % ep == 0,
-         "num_moe_experts (" + std::to_string(experts) + ") must be a multiple of ep (" + std::to_string(ep) + ")");
+  problems.need(w.ffn_hidden_size % tp == 0, "ffn_hidden_size must be a multiple of tp");
+}
+
+/// The experts' sizes against the settings (none set without experts), and the expert-parallel
+/// group against the ranks it is cut from.
+inline void check_experts(const settings& s, const workload& w, const family_sizes& n, family_set on,
+                          shape_problems& problems) {
+  if (n.experts > 0) {
+    problems.need(w.moe_router_topk > 0 && w.moe_router_topk <= n.experts,
+                  "moe_router_topk (" + std::to_string(w.moe_router_topk) + ") must be in 1..num_moe_experts (" +
+                      std::to_string(n.experts) + ")");
+    problems.need(w.moe_ffn_hidden_size > 0, "moe_ffn_hidden_size must be positive with num_moe_experts set");
+    problems.need(n.experts % n.ep == 0, "num_moe_experts (" + std::to_string(n.experts) +
+                                             ") must be a multiple of ep (" + std::to_string(n.ep) + ")");
     if (!w.moe_layer_pattern.empty()) {
-      need(static_cast<std::int64_t>(w.moe_layer_pattern.size()) == w.num_layers,
-           "moe_layer_pattern has " + std::to_string(w.moe_layer_pattern.size()) + " entries, num_layers is " +
-               std::to_string(w.num_layers));
-      need(std::all_of(w.moe_layer_pattern.begin(), w.moe_layer_pattern.end(), [](int x) { return x == 0 || x == 1; }),
-           "moe_layer_pattern holds 1 (MoE) or 0 (dense) for each layer");
+      problems.need(static_cast<std::int64_t>(w.moe_layer_pattern.size()) == w.num_layers,
+                    "moe_layer_pattern has " + std::to_string(w.moe_layer_pattern.size()) + " entries, num_layers is " +
+                        std::to_string(w.num_layers));
+      problems.need(
+          std::all_of(w.moe_layer_pattern.begin(), w.moe_layer_pattern.end(), [](int x) { return x == 0 || x == 1; }),
+          "moe_layer_pattern holds 1 (MoE) or 0 (dense) for each layer");
     }
   } else {
-    need(w.moe_router_topk == 0 && w.moe_ffn_hidden_size == 0 && w.moe_layer_pattern.empty(),
-         "moe_router_topk / moe_ffn_hidden_size / moe_layer_pattern are set but num_moe_experts is not: set "
-         "num_moe_experts<N>");
+    problems.need(w.moe_router_topk == 0 && w.moe_ffn_hidden_size == 0 && w.moe_layer_pattern.empty(),
+                  "moe_router_topk / moe_ffn_hidden_size / moe_layer_pattern are set but num_moe_experts is not: "
+                  "set num_moe_experts<N>");
   }
-  need((tp * data) % ep == 0,
-       "ep (" + std::to_string(ep) + ") must divide tp x dp (" + std::to_string(tp * data) + ")");
+  problems.need((n.tp * n.data) % n.ep == 0,
+                "ep (" + std::to_string(n.ep) + ") must divide tp x dp (" + std::to_string(n.tp * n.data) + ")");
   const int etp = on.tp ? s.expert_tensor_parallel_size.value_or(s.tensor_model_parallel_size) : 1;
-  need(ep == 1 || etp == 1, "expert tensor parallelism (etp " + std::to_string(etp) +
-                                ") is not modelled with ep > 1: set expert_tensor_parallel_size<1>");
-  const std::string overflow = workload_overflow(w, experts, s.moe_shared_expert_intermediate_size.value_or(0));
-  need(overflow.empty(), "byte counts do not fit in 64 bits: " + overflow + "; use smaller sizes");
+  problems.need(n.ep == 1 || etp == 1, "expert tensor parallelism (etp " + std::to_string(etp) +
+                                           ") is not modelled with ep > 1: set expert_tensor_parallel_size<1>");
+}
+
+/// Whether the step's byte counts, matrix sides and size fit what generating it can hold.
+inline void check_totals(const settings& s, const workload& w, const family_sizes& n, int most_per_stage,
+                         shape_problems& problems) {
+  const std::string overflow = workload_overflow(w, n.experts, s.moe_shared_expert_intermediate_size.value_or(0));
+  problems.need(overflow.empty(), "byte counts do not fit in 64 bits: " + overflow + "; use smaller sizes");
   const std::string sides = oversized_sides(w);
-  need(sides.empty(), "matrix problems beyond 2^31 a side (gemm_shape::most): " + sides + "; use smaller sizes");
+  problems.need(sides.empty(),
+                "matrix problems beyond 2^31 a side (gemm_shape::most): " + sides + "; use smaller sizes");
   // The world fits (L-5); what it generates must too.
   const std::int64_t passes =
-      checked_product({std::int64_t{tp} * data * pp, std::int64_t{most_per_stage} + 2 + s.mtp_num_layers.value_or(0),
-                       w.micro_batches, 2});
-  need(passes >= 0 && passes <= max_layer_passes,
-       "the step is too large to generate: ranks x (layers per stage + 2) x micro_batches x 2 is over " +
-           std::to_string(max_layer_passes) +
-           " layer passes; plan a smaller model, fewer micro-batches or fewer ranks");
-  // Recompute.
+      checked_product({std::int64_t{n.tp} * n.data * n.pp,
+                       std::int64_t{most_per_stage} + 2 + s.mtp_num_layers.value_or(0), w.micro_batches, 2});
+  problems.need(passes >= 0 && passes <= max_layer_passes,
+                "the step is too large to generate: ranks x (layers per stage + 2) x micro_batches x 2 is over " +
+                    std::to_string(max_layer_passes) +
+                    " layer passes; plan a smaller model, fewer micro-batches or fewer ranks");
+}
+
+/// The forwards the backward repeats, as the recompute settings say.
+inline recompute_policy recompute_of(const settings& s, const workload& w, shape_problems& problems) {
+  recompute_policy out;
   if (s.recompute_granularity == granularity::selective) {
     const bool defaults = s.recompute_modules.empty();
-    k.recompute.core_attention = defaults || s.recompute_modules.contains(module::core_attn);
-    k.recompute.mlp = s.recompute_modules.contains(module::mlp);
-    k.recompute.experts = s.recompute_modules.contains(module::moe);
-    k.recompute.activation = s.recompute_modules.contains(module::moe_act);
-    k.recompute.norms = s.recompute_modules.contains(module::layernorm);
-    k.recompute.shared_experts = s.recompute_modules.contains(module::shared_experts);
-    k.recompute.mla_up_proj = s.recompute_modules.contains(module::mla_up_proj);
-    need(!k.recompute.mla_up_proj || w.multi_latent_attention,
-         "recompute_modules: mla_up_proj recomputes multi-latent attention's up projections; the workload has no "
-         "multi_latent_attention");
+    out.core_attention = defaults || s.recompute_modules.contains(module::core_attn);
+    out.mlp = s.recompute_modules.contains(module::mlp);
+    out.experts = s.recompute_modules.contains(module::moe);
+    out.activation = s.recompute_modules.contains(module::moe_act);
+    out.norms = s.recompute_modules.contains(module::layernorm);
+    out.shared_experts = s.recompute_modules.contains(module::shared_experts);
+    out.mla_up_proj = s.recompute_modules.contains(module::mla_up_proj);
+    problems.need(!out.mla_up_proj || w.multi_latent_attention,
+                  "recompute_modules: mla_up_proj recomputes multi-latent attention's up projections; the workload "
+                  "has no multi_latent_attention");
   }
   if (s.recompute_granularity == granularity::full) {
-    k.recompute.full_layers = s.recompute_num_layers.value_or(1);
-    k.recompute.uniform = s.recompute_method.value_or(recompute::uniform) == recompute::uniform;
-    need(k.recompute.full_layers > 0, "recompute_num_layers must be positive");
+    out.full_layers = s.recompute_num_layers.value_or(1);
+    out.uniform = s.recompute_method.value_or(recompute::uniform) == recompute::uniform;
+    problems.need(out.full_layers > 0, "recompute_num_layers must be positive");
   }
-  if (!problems.empty()) fail();
-  k.ranks = layout(tp, 1, data, pp, ep);
+  return out;
+}
+
+/// The shape of a step that passed every check.
+inline step_shape assemble_shape(const settings& s, const resolved_settings& r, const workload& w, family_set on,
+                                 const family_sizes& n, const std::vector<int>& split,
+                                 const recompute_policy& recompute) {
+  step_shape k;
+  k.moe = n.experts > 0;
+  k.chunks = n.chunks;
+  k.recompute = recompute;
+  k.ranks = layout(n.tp, 1, n.data, n.pp, n.ep);
   k.first.assign(1, 0);
-  for (const int n : split) k.first.push_back(k.first.back() + n);
+  for (const int layers : split) k.first.push_back(k.first.back() + layers);
   k.micro_batches = w.micro_batches;
   k.mtp = s.mtp_num_layers.value_or(0);
-  k.combined = ep > 1 && r.overlap_moe_expert_parallel_comm;
+  k.combined = n.ep > 1 && r.overlap_moe_expert_parallel_comm;
   k.dp = on.dp;
-  k.experts = {.experts = experts,
+  k.experts = {.experts = n.experts,
                .shared_ffn = s.moe_shared_expert_intermediate_size.value_or(0),
                .delay_wgrad = r.delay_wgrad_compute,
                .early_attn_release = s.ep_overlap_early_attn_memory_release,
-               .recompute_experts = k.recompute.experts,
-               .recompute_activation = k.recompute.activation,
-               .recompute_shared = k.recompute.shared_experts,
-               .recompute_norm = k.recompute.norms,
+               .recompute_experts = recompute.experts,
+               .recompute_activation = recompute.activation,
+               .recompute_shared = recompute.shared_experts,
+               .recompute_norm = recompute.norms,
                .host_token_counts = s.moe_token_dispatcher_type == dispatcher::alltoall};
   k.element_bytes = element_bytes(s.precision);
-  k.activation_bytes = w.tokens() * w.hidden_size * k.element_bytes / tp;  // sequence parallel
+  k.activation_bytes = w.tokens() * w.hidden_size * k.element_bytes / n.tp;  // sequence parallel
   return k;
+}
+
+/// Everything compose_step derives, checked: each check adds what it finds, and compose_step
+/// throws once, naming every problem. The settings and sizes come first, since the checks after
+/// them divide by the sizes.
+inline step_shape shape_of(const settings& s, const resolved_settings& r, const workload& w, family_set on) {
+  shape_problems problems;
+  if (!check_settings_and_sizes(s, r, w, problems)) problems.fail();
+  const family_sizes n = family_sizes_of(s, on);
+  check_modelled(s, problems);
+  const pipeline_split split = split_pipeline(s, w, n, problems);
+  check_tensor_parallel_sizes(w, n.tp, problems);
+  check_experts(s, w, n, on, problems);
+  check_totals(s, w, n, split.most_per_stage, problems);
+  const recompute_policy recompute = recompute_of(s, w, problems);
+  if (!problems.list.empty()) problems.fail();
+  return assemble_shape(s, r, w, on, n, split.layers, recompute);
 }
 
 /// The program of one rank.
