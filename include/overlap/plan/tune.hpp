@@ -45,104 +45,129 @@ struct knob {
   std::vector<knob_choice> choices;
 };
 
+namespace detail {
+
+/// What each knob's first choice does: it keeps the configuration's own value.
+inline void keep_as_configured(settings&) {}
+
+/// EP overlap, with and without delayed weight gradients.
+inline knob ep_overlap_knob(const resolved_settings& r) {
+  const auto ep = [](bool on, bool delay) {
+    return [on, delay](settings& x) {
+      x.overlap_moe_expert_parallel_comm = on;
+      x.delay_wgrad_compute = delay;
+    };
+  };
+  return {"EP overlap",
+          {{std::string("ep_overlap=") + (r.overlap_moe_expert_parallel_comm ? "on" : "off") +
+                (r.delay_wgrad_compute ? "+delay_wgrad" : "") + " (as configured)",
+            keep_as_configured},
+           {"ep_overlap=off", ep(false, false)},
+           {"ep_overlap=on", ep(true, false)},
+           {"ep_overlap=on+delay_wgrad", ep(true, true)}}};
+}
+
+/// An on/off knob of a flag: as configured, then true and false.
+inline knob flag_knob(std::string name, const std::string& field, bool now, void (*set)(settings&, bool)) {
+  const auto choice = [&](bool v) {
+    return knob_choice{field + "=" + (v ? "true" : "false"), [set, v](settings& x) { set(x, v); }};
+  };
+  return {
+      std::move(name),
+      {{field + "=" + (now ? "true" : "false") + " (as configured)", keep_as_configured}, choice(true), choice(false)}};
+}
+
+/// The DP bucket size, from 16 to 256 MiB.
+inline knob bucket_size_knob(const resolved_settings& r) {
+  knob k{"bucket_size",
+         {{"bucket_size=" + (r.bucket_size ? std::to_string(*r.bucket_size) : std::string("one")) + " (as configured)",
+           keep_as_configured}}};
+  for (const std::int64_t b : {16'777'216LL, 67'108'864LL, 134'217'728LL, 268'435'456LL})
+    k.choices.push_back({"bucket_size=" + std::to_string(b), [b](settings& x) {
+                           x.bucket_size = b;
+                           x.num_buckets.reset();
+                         }});
+  return k;
+}
+
+/// The TP reduce-scatter slots (proj_fprop, fc2_fprop): a pipelined split on 8, 16 or 24 SMs, or
+/// a ring exchange.
+inline knob userbuffer_knob() {
+  const auto slots = [](ub::method m, int num_sm) {
+    return [m, num_sm](settings& x) {
+      ub::user_config u = x.tp_comm_overlap_cfg.value_or(ub::user_config{});
+      u.preset_name = {};
+      for (const ub::slot_id id : {ub::slot_id::proj_fprop, ub::slot_id::fc2_fprop}) {
+        ub::slot v = ub::default_knobs(m);
+        v.num_sm = num_sm;
+        u.slots[id] = v;
+      }
+      x.tp_comm_overlap_cfg = u;
+    };
+  };
+  return {"TP userbuffers",
+          {{"tp_slots=as configured", keep_as_configured},
+           {"tp_slots=rs pipeline num_sm=8", slots(ub::method::pipeline, 8)},
+           {"tp_slots=rs pipeline num_sm=16", slots(ub::method::pipeline, 16)},
+           {"tp_slots=rs pipeline num_sm=24", slots(ub::method::pipeline, 24)},
+           {"tp_slots=rs ring_exchange", slots(ub::method::ring_exchange, 1)}}};
+}
+
+/// CUDA_DEVICE_MAX_CONNECTIONS: 1, 8 (CUDA's default) or 32 hardware queues.
+inline knob max_connections_knob(const resolved_settings& r) {
+  knob k{"CUDA_DEVICE_MAX_CONNECTIONS",
+         {{"max_connections=" + std::to_string(r.cuda_device_max_connections.value_or(8)) + " (as configured)",
+           keep_as_configured}}};
+  for (const int n : {1, 8, 32})
+    k.choices.push_back(
+        {"max_connections=" + std::to_string(n), [n](settings& x) { x.cuda_device_max_connections = n; }});
+  return k;
+}
+
+/// The pipeline's p2p: overlapped, batched or plain.
+inline knob p2p_knob(const resolved_settings& r) {
+  const auto p2p = [](bool overlap, bool batch) {
+    return [overlap, batch](settings& x) {
+      x.overlap_p2p_comm = overlap;
+      x.batch_p2p_comm = batch;
+    };
+  };
+  return {"p2p",
+          {{std::string("p2p=") +
+                (r.overlap_p2p_comm ? "overlap"
+                 : r.batch_p2p_comm ? "batch"
+                                    : "plain") +
+                " (as configured)",
+            keep_as_configured},
+           {"p2p=overlap", p2p(true, false)},
+           {"p2p=batch", p2p(false, true)},
+           {"p2p=plain", p2p(false, false)}}};
+}
+
+}  // namespace detail
+
 /// The overlap knobs of `s` that its layout gives a meaning, each with every value it is tried
 /// at; a choice that resolves to `s`'s own settings is left out (the first choice is that one).
 inline std::vector<knob> overlap_knobs(const settings& s) {
   const resolved_settings r = derive(s);
-  const auto keep = [](settings&) {};
   std::vector<knob> out;
-  if (s.expert_model_parallel_size > 1 && s.num_moe_experts) {
-    const auto ep = [](bool on, bool delay) {
-      return [on, delay](settings& x) {
-        x.overlap_moe_expert_parallel_comm = on;
-        x.delay_wgrad_compute = delay;
-      };
-    };
-    out.push_back({"EP overlap",
-                   {{std::string("ep_overlap=") + (r.overlap_moe_expert_parallel_comm ? "on" : "off") +
-                         (r.delay_wgrad_compute ? "+delay_wgrad" : "") + " (as configured)",
-                     keep},
-                    {"ep_overlap=off", ep(false, false)},
-                    {"ep_overlap=on", ep(true, false)},
-                    {"ep_overlap=on+delay_wgrad", ep(true, true)}}});
-  }
-  // An on/off knob of a flag: as configured, then true and false.
-  const auto flag = [&](std::string name, std::string field, bool now, void (*set)(settings&, bool)) {
-    const auto choice = [&](bool v) {
-      return knob_choice{field + "=" + (v ? "true" : "false"), [set, v](settings& x) { set(x, v); }};
-    };
-    out.push_back({std::move(name),
-                   {{field + "=" + (now ? "true" : "false") + " (as configured)", keep}, choice(true), choice(false)}});
-  };
+  if (s.expert_model_parallel_size > 1 && s.num_moe_experts) out.push_back(detail::ep_overlap_knob(r));
   if (s.tensor_model_parallel_size > 1)
-    flag("TP overlap", "tp_comm_overlap", r.tp_comm_overlap, [](settings& x, bool v) { x.tp_comm_overlap = v; });
+    out.push_back(detail::flag_knob("TP overlap", "tp_comm_overlap", r.tp_comm_overlap,
+                                    [](settings& x, bool v) { x.tp_comm_overlap = v; }));
   if (s.data_parallel_size > 1)
-    flag("overlap_grad_reduce", "overlap_grad_reduce", r.overlap_grad_reduce,
-         [](settings& x, bool v) { x.overlap_grad_reduce = v; });
-  if (s.data_parallel_size > 1) {
-    knob k{
-        "bucket_size",
-        {{"bucket_size=" + (r.bucket_size ? std::to_string(*r.bucket_size) : std::string("one")) + " (as configured)",
-          keep}}};
-    for (const std::int64_t b : {16'777'216LL, 67'108'864LL, 134'217'728LL, 268'435'456LL})
-      k.choices.push_back({"bucket_size=" + std::to_string(b), [b](settings& x) {
-                             x.bucket_size = b;
-                             x.num_buckets.reset();
-                           }});
-    out.push_back(std::move(k));
-  }
+    out.push_back(detail::flag_knob("overlap_grad_reduce", "overlap_grad_reduce", r.overlap_grad_reduce,
+                                    [](settings& x, bool v) { x.overlap_grad_reduce = v; }));
+  if (s.data_parallel_size > 1) out.push_back(detail::bucket_size_knob(r));
   if (s.data_parallel_size > 1 && s.distributed_optimizer)
-    flag("overlap_param_gather", "overlap_param_gather", r.overlap_param_gather, [](settings& x, bool v) {
-      x.overlap_param_gather = v;
-      if (!v) x.align_param_gather = false;
-    });
-  if (r.tp_comm_overlap) {
-    const auto slots = [](ub::method m, int num_sm) {
-      return [m, num_sm](settings& x) {
-        ub::user_config u = x.tp_comm_overlap_cfg.value_or(ub::user_config{});
-        u.preset_name = {};
-        for (const ub::slot_id id : {ub::slot_id::proj_fprop, ub::slot_id::fc2_fprop}) {
-          ub::slot v = ub::default_knobs(m);
-          v.num_sm = num_sm;
-          u.slots[id] = v;
-        }
-        x.tp_comm_overlap_cfg = u;
-      };
-    };
-    out.push_back({"TP userbuffers",
-                   {{"tp_slots=as configured", keep},
-                    {"tp_slots=rs pipeline num_sm=8", slots(ub::method::pipeline, 8)},
-                    {"tp_slots=rs pipeline num_sm=16", slots(ub::method::pipeline, 16)},
-                    {"tp_slots=rs pipeline num_sm=24", slots(ub::method::pipeline, 24)},
-                    {"tp_slots=rs ring_exchange", slots(ub::method::ring_exchange, 1)}}});
-  }
-  {
-    knob k{
-        "CUDA_DEVICE_MAX_CONNECTIONS",
-        {{"max_connections=" + std::to_string(r.cuda_device_max_connections.value_or(8)) + " (as configured)", keep}}};
-    for (const int n : {1, 8, 32})
-      k.choices.push_back(
-          {"max_connections=" + std::to_string(n), [n](settings& x) { x.cuda_device_max_connections = n; }});
-    out.push_back(std::move(k));
-  }
-  if (s.pipeline_model_parallel_size > 1) {
-    const auto p2p = [](bool overlap, bool batch) {
-      return [overlap, batch](settings& x) {
-        x.overlap_p2p_comm = overlap;
-        x.batch_p2p_comm = batch;
-      };
-    };
-    out.push_back({"p2p",
-                   {{std::string("p2p=") +
-                         (r.overlap_p2p_comm ? "overlap"
-                          : r.batch_p2p_comm ? "batch"
-                                             : "plain") +
-                         " (as configured)",
-                     keep},
-                    {"p2p=overlap", p2p(true, false)},
-                    {"p2p=batch", p2p(false, true)},
-                    {"p2p=plain", p2p(false, false)}}});
-  }
+    out.push_back(detail::flag_knob("overlap_param_gather", "overlap_param_gather", r.overlap_param_gather,
+                                    [](settings& x, bool v) {
+                                      x.overlap_param_gather = v;
+                                      if (!v) x.align_param_gather = false;
+                                    }));
+  if (r.tp_comm_overlap) out.push_back(detail::userbuffer_knob());
+  out.push_back(detail::max_connections_knob(r));
+  if (s.pipeline_model_parallel_size > 1) out.push_back(detail::p2p_knob(r));
   for (knob& k : out)
     std::erase_if(k.choices, [&](const knob_choice& ch) {
       if (&ch == &k.choices.front()) return false;
@@ -184,6 +209,220 @@ struct tune_result {
   const tune_candidate& best() const { return tried[ranked.front()]; }
 };
 
+namespace detail {
+
+/// `tune`'s search, step by step: the configuration and every overlap off first, then coordinate
+/// descent (from the configuration, or from its fastest neighbour that passes every rule), then
+/// every combination tried ranked; again without the memory limit where none fits it. One search
+/// per tuner.
+class tuner {
+ public:
+  tuner(const settings& s, const schedule::workload& w, const cost_model& cost, unsigned threads,
+        const std::function<void(std::size_t, std::size_t)>& progress, std::int64_t memory_limit)
+      : s_(s),
+        w_(w),
+        cost_(cost),
+        threads_(threads),
+        progress_(progress),
+        memory_limit_(memory_limit),
+        spaces_(threads > 0 ? threads : default_threads()) {
+    out_.knobs = overlap_knobs(s);
+    for (const knob& k : out_.knobs) planned_ += 2 * (k.choices.size() - 1);
+  }
+
+  tune_result run() && {
+    simulate_configuration();
+    strictly_valid_ = validate(s_).ok();
+    search();
+    if (out_.ranked.empty()) search_without_memory_limit();  // none fits; the configuration was simulated
+    const std::size_t best_index = seen_.at(best_);
+    std::stable_partition(out_.ranked.begin(), out_.ranked.end(), [&](std::size_t i) { return i == best_index; });
+    return std::move(out_);
+  }
+
+ private:
+  const std::vector<knob>& knobs() const { return out_.knobs; }
+
+  /// The configuration with choice `picks[i]` of each knob i.
+  settings settings_of(const std::vector<std::size_t>& picks) const {
+    settings x = s_;
+    for (std::size_t i = 0; i < knobs().size(); ++i) knobs()[i].choices[picks[i]].apply(x);
+    return x;
+  }
+
+  /// One combination: the rules it breaks, or its simulation (in `space`) and peak memory.
+  tune_candidate evaluate(const std::vector<std::size_t>& picks, workspace& space) const {
+    tune_candidate c;
+    c.picks = picks;
+    c.tried = settings_of(c.picks);
+    // The configuration as upstream runs it; every combination searched passes every rule.
+    const bool configured = std::all_of(c.picks.begin(), c.picks.end(), [](std::size_t p) { return p == 0; });
+    for (const diagnostic& d : configured ? validate_runnable(c.tried) : validate(c.tried)) c.rules.emplace_back(d.id);
+    if (!c.rules.empty()) return c;
+    try {
+      class_simulation made = simulate_by_class(c.tried, w_, cost_, {}, /*intervals=*/false, &space);
+      c.simulated = std::move(made.simulated);
+      for (const schedule::program& p : made.step)
+        c.peak_bytes = std::max(c.peak_bytes, sim::peak_in_issue_order(p).bytes);
+      c.too_big = memory_limit_ > 0 && c.peak_bytes > memory_limit_;
+      c.failed = c.simulated.deadlock;
+      if (c.failed) c.failure = "hangs";
+    } catch (const std::invalid_argument& e) {
+      c.failed = true;
+      c.failure = e.what();
+    }
+    return c;
+  }
+
+  /// Simulates the combinations of `batch` not seen yet, at once, each in its own slot, and adds
+  /// them to those tried in the batch's order.
+  void evaluate_all(const std::vector<std::vector<std::size_t>>& batch) {
+    std::vector<std::vector<std::size_t>> fresh;
+    for (const auto& picks : batch)
+      if (!seen_.contains(picks) && std::find(fresh.begin(), fresh.end(), picks) == fresh.end()) fresh.push_back(picks);
+    std::vector<tune_candidate> done(fresh.size());
+    parallel_for(
+        fresh.size(), [&](std::size_t i, unsigned worker) { done[i] = evaluate(fresh[i], spaces_[worker]); }, threads_);
+    for (tune_candidate& c : done) {
+      seen_.emplace(c.picks, out_.tried.size());
+      out_.tried.push_back(std::move(c));
+      if (progress_) progress_(out_.tried.size(), planned_);
+    }
+  }
+
+  const tune_candidate& at(const std::vector<std::size_t>& picks) const { return out_.tried[seen_.at(picks)]; }
+
+  /// Whether `a` beats `b`: usable where `b` is not, or faster by more than 0.1 % of the step
+  /// (below that the change is noise of the model).
+  static bool better(const tune_candidate& a, const tune_candidate& b) {
+    if (a.usable() != b.usable()) return a.usable();
+    return a.usable() && a.simulated.step_time_us < b.simulated.step_time_us * (1 - 1e-3);
+  }
+
+  /// The configuration and the step with every overlap off, at once; a configuration whose step
+  /// cannot be simulated has nothing to search from.
+  void simulate_configuration() {
+    best_.assign(knobs().size(), 0);
+    parallel_for(
+        2,
+        [&](std::size_t i) {
+          if (i == 0)
+            evaluate_all({best_});
+          else
+            out_.overlap_off =
+                simulate_by_class(without_overlap(s_, schedule::family::none), w_, cost_, {}, false).simulated;
+        },
+        threads_);
+    if (!out_.configured().rules.empty() || out_.configured().failed)
+      throw std::invalid_argument("plan::tune: the configuration's step cannot be simulated: " +
+                                  out_.configured().failure);
+  }
+
+  /// Coordinate descent from the configuration (or its fastest neighbour that passes every rule),
+  /// then every combination tried ranked.
+  void search() {
+    best_.assign(knobs().size(), 0);
+    if (!strictly_valid_) start_from_best_neighbour();
+    descend();
+    rank_tried();
+  }
+
+  /// From a configuration that breaks a rule upstream does not check: the fastest of its
+  /// neighbours (one knob changed) that is usable, or the first usable one.
+  void start_from_best_neighbour() {
+    std::vector<std::vector<std::size_t>> neighbours;
+    for (std::size_t k = 0; k < knobs().size(); ++k)
+      for (std::size_t j = 1; j < knobs()[k].choices.size(); ++j) {
+        neighbours.push_back(best_);
+        neighbours.back()[k] = j;
+      }
+    evaluate_all(neighbours);
+    const std::vector<std::size_t> given = best_;
+    for (const auto& picks : neighbours)
+      if (at(picks).usable() && (best_ == given || at(picks).simulated.step_time_us < at(best_).simulated.step_time_us))
+        best_ = picks;
+  }
+
+  /// Each knob in turn takes its best choice with the others held, until a pass changes nothing
+  /// (at most three passes).
+  void descend() {
+    for (int pass = 0; pass < 3; ++pass) {
+      bool changed = false;
+      for (std::size_t k = 0; k < knobs().size(); ++k) {
+        std::vector<std::vector<std::size_t>> batch;
+        for (std::size_t j = 0; j < knobs()[k].choices.size(); ++j) {
+          batch.push_back(best_);
+          batch.back()[k] = j;
+        }
+        evaluate_all(batch);
+        for (const auto& picks : batch)
+          if (better(at(picks), at(best_))) {
+            best_ = picks;
+            changed = true;
+          }
+      }
+      if (!changed) break;
+    }
+  }
+
+  /// The usable combinations by step time, the others counted by what rejects them.
+  void rank_tried() {
+    out_.ranked.clear();
+    out_.rejected_by.clear();
+    out_.rejected = 0;
+    for (std::size_t i = 0; i < out_.tried.size(); ++i) {
+      const tune_candidate& c = out_.tried[i];
+      if (c.usable()) {
+        out_.ranked.push_back(i);
+        continue;
+      }
+      ++out_.rejected;
+      if (c.failed) ++out_.rejected_by["simulation: " + c.failure.substr(0, 80)];
+      if (c.too_big && !c.failed) ++out_.rejected_by["memory: more than the limit"];
+      for (const std::string& id : c.rules) ++out_.rejected_by[id];
+    }
+    // By step time, ties to the combination that changes fewer knobs; the best found leads, ahead
+    // of one faster by less than the 0.1 % a knob must gain (`run` puts it first).
+    const auto changes = [&](std::size_t i) {
+      return std::count_if(out_.tried[i].picks.begin(), out_.tried[i].picks.end(),
+                           [](std::size_t p) { return p != 0; });
+    };
+    std::sort(out_.ranked.begin(), out_.ranked.end(), [&](std::size_t a, std::size_t b) {
+      const double ta = out_.tried[a].simulated.step_time_us, tb = out_.tried[b].simulated.step_time_us;
+      if (ta != tb) return ta < tb;
+      return changes(a) < changes(b);
+    });
+  }
+
+  /// No combination fits in the memory limit: the search again without it, after noting the least
+  /// memory a valid combination takes.
+  void search_without_memory_limit() {
+    std::int64_t least = out_.configured().peak_bytes;
+    for (tune_candidate& c : out_.tried) {
+      if (c.rules.empty() && !c.failed) least = std::min(least, c.peak_bytes);
+      c.too_big = false;
+    }
+    memory_limit_ = 0;
+    out_.none_fits_least_bytes = least;
+    search();
+  }
+
+  const settings& s_;
+  const schedule::workload& w_;
+  const cost_model& cost_;
+  const unsigned threads_;
+  const std::function<void(std::size_t, std::size_t)>& progress_;
+  std::int64_t memory_limit_;  ///< 0: none
+  tune_result out_;
+  std::size_t planned_ = 1;  ///< the combinations a search is expected to simulate, for `progress`
+  std::map<std::vector<std::size_t>, std::size_t> seen_;  ///< picks -> index into out_.tried
+  std::vector<workspace> spaces_;                         ///< one per thread
+  std::vector<std::size_t> best_;                         ///< the best combination found so far
+  bool strictly_valid_ = true;  ///< the configuration passes every rule, those upstream does not check too
+};
+
+}  // namespace detail
+
 /// Searches `s`'s overlap knobs for workload `w` on `cost`'s machine, on up to `threads` threads
 /// (0: one per core); `progress(done, planned)` is called as combinations are simulated. A
 /// combination whose rank takes more than `memory_limit` bytes (0: no limit) is dropped; where
@@ -199,150 +438,7 @@ inline tune_result tune(const settings& s, const schedule::workload& w, const co
     throw std::invalid_argument("plan::tune: memory_limit " + std::to_string(memory_limit) + " < 0");
   if (const report rep = validate_runnable(s); !rep.ok())
     throw std::invalid_argument("plan::tune: the configuration violates [" + std::string(rep.begin()->id) + "]");
-  tune_result out;
-  out.knobs = overlap_knobs(s);
-  const std::vector<knob>& knobs = out.knobs;
-  std::size_t planned = 1;
-  for (const knob& k : knobs) planned += 2 * (k.choices.size() - 1);
-  std::map<std::vector<std::size_t>, std::size_t> seen;  // picks -> index into out.tried
-  std::vector<workspace> spaces(threads > 0 ? threads : default_threads());
-  const auto settings_of = [&](const std::vector<std::size_t>& picks) {
-    settings x = s;
-    for (std::size_t i = 0; i < knobs.size(); ++i) knobs[i].choices[picks[i]].apply(x);
-    return x;
-  };
-  // Simulates the combinations of `batch` not seen yet, at once, each in its own slot.
-  const auto evaluate_all = [&](const std::vector<std::vector<std::size_t>>& batch) {
-    std::vector<std::vector<std::size_t>> fresh;
-    for (const auto& picks : batch)
-      if (!seen.contains(picks) && std::find(fresh.begin(), fresh.end(), picks) == fresh.end()) fresh.push_back(picks);
-    std::vector<tune_candidate> done(fresh.size());
-    parallel_for(
-        fresh.size(),
-        [&](std::size_t i, unsigned worker) {
-          tune_candidate& c = done[i];
-          c.picks = fresh[i];
-          c.tried = settings_of(c.picks);
-          // The configuration as upstream runs it; every combination searched passes every rule.
-          const bool configured = std::all_of(c.picks.begin(), c.picks.end(), [](std::size_t p) { return p == 0; });
-          for (const diagnostic& d : configured ? validate_runnable(c.tried) : validate(c.tried))
-            c.rules.emplace_back(d.id);
-          if (!c.rules.empty()) return;
-          try {
-            class_simulation made = simulate_by_class(c.tried, w, cost, {}, /*intervals=*/false, &spaces[worker]);
-            c.simulated = std::move(made.simulated);
-            for (const schedule::program& p : made.step)
-              c.peak_bytes = std::max(c.peak_bytes, sim::peak_in_issue_order(p).bytes);
-            c.too_big = memory_limit > 0 && c.peak_bytes > memory_limit;
-            c.failed = c.simulated.deadlock;
-            if (c.failed) c.failure = "hangs";
-          } catch (const std::invalid_argument& e) {
-            c.failed = true;
-            c.failure = e.what();
-          }
-        },
-        threads);
-    for (tune_candidate& c : done) {
-      seen.emplace(c.picks, out.tried.size());
-      out.tried.push_back(std::move(c));
-      if (progress) progress(out.tried.size(), planned);
-    }
-  };
-  const auto at = [&](const std::vector<std::size_t>& picks) -> const tune_candidate& {
-    return out.tried[seen.at(picks)];
-  };
-  const auto better = [](const tune_candidate& a, const tune_candidate& b) {
-    if (a.usable() != b.usable()) return a.usable();
-    return a.usable() && a.simulated.step_time_us < b.simulated.step_time_us * (1 - 1e-3);
-  };
-  std::vector<std::size_t> best(knobs.size(), 0);
-  parallel_for(
-      2,
-      [&](std::size_t i) {
-        if (i == 0)
-          evaluate_all({best});
-        else
-          out.overlap_off =
-              simulate_by_class(detail::without_overlap(s, schedule::family::none), w, cost, {}, false).simulated;
-      },
-      threads);
-  if (!out.configured().rules.empty() || out.configured().failed)
-    throw std::invalid_argument("plan::tune: the configuration's step cannot be simulated: " +
-                                out.configured().failure);
-  // Coordinate descent from the configuration (or its fastest neighbour that passes every rule),
-  // then every combination tried ranked.
-  const bool strictly_valid = validate(s).ok();
-  const auto search = [&] {
-    best.assign(knobs.size(), 0);
-    if (!strictly_valid) {
-      std::vector<std::vector<std::size_t>> neighbours;
-      for (std::size_t k = 0; k < knobs.size(); ++k)
-        for (std::size_t j = 1; j < knobs[k].choices.size(); ++j) {
-          neighbours.push_back(best);
-          neighbours.back()[k] = j;
-        }
-      evaluate_all(neighbours);
-      const std::vector<std::size_t> given = best;
-      for (const auto& picks : neighbours)
-        if (at(picks).usable() && (best == given || at(picks).simulated.step_time_us < at(best).simulated.step_time_us))
-          best = picks;
-    }
-    out.ranked.clear();
-    out.rejected_by.clear();
-    out.rejected = 0;
-    for (int pass = 0; pass < 3; ++pass) {
-      bool changed = false;
-      for (std::size_t k = 0; k < knobs.size(); ++k) {
-        std::vector<std::vector<std::size_t>> batch;
-        for (std::size_t j = 0; j < knobs[k].choices.size(); ++j) {
-          batch.push_back(best);
-          batch.back()[k] = j;
-        }
-        evaluate_all(batch);
-        for (const auto& picks : batch)
-          if (better(at(picks), at(best))) {
-            best = picks;
-            changed = true;
-          }
-      }
-      if (!changed) break;
-    }
-    for (std::size_t i = 0; i < out.tried.size(); ++i) {
-      const tune_candidate& c = out.tried[i];
-      if (c.usable()) {
-        out.ranked.push_back(i);
-        continue;
-      }
-      ++out.rejected;
-      if (c.failed) ++out.rejected_by["simulation: " + c.failure.substr(0, 80)];
-      if (c.too_big && !c.failed) ++out.rejected_by["memory: more than the limit"];
-      for (const std::string& id : c.rules) ++out.rejected_by[id];
-    }
-    // By step time, ties to the combination that changes fewer knobs; the best found leads, ahead
-    // of one faster by less than the 0.1 % a knob must gain.
-    const auto changes = [&](std::size_t i) {
-      return std::count_if(out.tried[i].picks.begin(), out.tried[i].picks.end(), [](std::size_t p) { return p != 0; });
-    };
-    std::sort(out.ranked.begin(), out.ranked.end(), [&](std::size_t a, std::size_t b) {
-      const double ta = out.tried[a].simulated.step_time_us, tb = out.tried[b].simulated.step_time_us;
-      if (ta != tb) return ta < tb;
-      return changes(a) < changes(b);
-    });
-  };
-  search();
-  if (out.ranked.empty()) {  // none fits (the configuration itself is valid and simulated)
-    std::int64_t least = out.configured().peak_bytes;
-    for (tune_candidate& c : out.tried) {
-      if (c.rules.empty() && !c.failed) least = std::min(least, c.peak_bytes);
-      c.too_big = false;
-    }
-    memory_limit = 0;
-    out.none_fits_least_bytes = least;
-    search();
-  }
-  const std::size_t best_index = seen.at(best);
-  std::stable_partition(out.ranked.begin(), out.ranked.end(), [&](std::size_t i) { return i == best_index; });
-  return out;
+  return detail::tuner(s, w, cost, threads, progress, memory_limit).run();
 }
 
 }  // namespace overlap::plan
