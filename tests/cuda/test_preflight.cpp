@@ -107,7 +107,9 @@ TEST_CASE("a buffer smaller than its op needs is rejected, exactly enough passes
         header_one + at +
             "[EXEC-BUFFER] the op's buffer has 126 recv bytes, the op needs 128; allocate a larger buffer");
   CHECK(rejection(p, edit_buffers(supply(p, comms), [](const sc::op&, buffer& b) { b.send = nullptr; })) ==
-        header_one + at + "[EXEC-BUFFER] the op's buffer has no send pointer; the op needs 64 bytes there");
+        header_one + at +
+            "[EXEC-BUFFER] the op's send device pointer is null; return the op's device memory from "
+            "resources.buffers: .send with at least 64 bytes (.send_bytes)");
   reset();
   CHECK_NOTHROW(executor(p, edit_buffers(supply(p, comms), [](const sc::op&, buffer& b) { b.dtype = dtype::fp32; })));
   CHECK(rejection(p, edit_buffers(supply(p, comms), [](const sc::op&, buffer& b) { b.dtype = dtype::unknown; })) ==
@@ -237,20 +239,34 @@ TEST_CASE("every problem is listed: the program's own first, then what the train
         "  rank 3: [EXEC-STREAM] 1 streams were lent for a program with 2; lend one per program stream, in order, "
         "or none\n"
         "  rank 3, op 2 'event_wait' (wait, stream 7): [EXEC-STREAM] stream 7 does not exist; fix the program\n"
-        "  rank 3, op 3 'dp_param_gather b0' (all_gather on 'dp', stream 1): [EXEC-BUFFER] the op's buffer has no "
-        "recv pointer; the op needs 128 bytes there\n"
+        "  rank 3, op 3 'dp_param_gather b0' (all_gather on 'dp', stream 1): [EXEC-BUFFER] the op's recv device "
+        "pointer is null; return the op's device memory from resources.buffers: .recv with at least 128 bytes "
+        "(.recv_bytes)\n"
         "  rank 3, op 4 'attn_core_bprop l3' (compute, stream 0): [EXEC-KERNEL] no kernel for op type "
         "'attn_core_bprop' (1 op, the first 'attn_core_bprop l3'); add cuda::on<op_type::attn_core_bprop>(...) to "
         "kernels_for, or set resources.kernels[op_type::attn_core_bprop]");
 }
 
-TEST_CASE("a provider that gives an op no memory is named so, not as a dtype problem") {
-  const sc::program p = two_rank_program();
+TEST_CASE("an empty buffer names its null device pointers and the memory to bind, not a dtype problem") {
+  sc::program p = two_rank_program();
+  p.ops.push_back({.kind = K::recv,
+                   .stream = 1,
+                   .key = {.type = op_type::pp_recv_backward, .at = {.micro_batch = 0}},
+                   .comm = 0,
+                   .peer = 0,
+                   .bytes = 32});
   const auto comms = comms_for(p);
   const auto r = edit_buffers(supply(p, comms), [](const sc::op&, buffer& b) { b = buffer{}; });
-  CHECK(rejection(p, r).find("op 3 'dp_param_gather b0' (all_gather on 'dp', stream 1): [EXEC-BUFFER] the provider "
-                             "gave the op no memory (an empty buffer); the op needs 64 send and 128 recv bytes") !=
-        std::string::npos);
+  // Each op is told the sides it uses: an all-gather both, a receive only its recv side.
+  CHECK(rejection(p, r) ==
+        "[EXEC-PREFLIGHT] rank 3: 2 problems before launch, nothing was launched:\n"
+        "  rank 3, op 3 'dp_param_gather b0' (all_gather on 'dp', stream 1): [EXEC-BUFFER] the buffer provider gave "
+        "the op an empty buffer: its send and recv device pointers are null and their sizes 0; return the op's device "
+        "memory from resources.buffers: .send with at least 64 bytes (.send_bytes), .recv with at least 128 bytes "
+        "(.recv_bytes)\n"
+        "  rank 3, op 4 'pp_recv_backward mb0' (recv on 'dp', stream 1): [EXEC-BUFFER] the buffer provider gave the "
+        "op an empty buffer: its recv device pointer is null and its size 0; return the op's device memory from "
+        "resources.buffers: .recv with at least 32 bytes (.recv_bytes)");
 }
 
 TEST_CASE("lending streams: one per program stream or none") {

@@ -466,9 +466,23 @@ class basic_executor {
           case schedule::collective::all_to_all: send_needed = o.bytes, recv_needed = o.bytes; break;
         }
     }
+    // The fix names the fields to fill and the bytes each must hold: a trainer whose provider
+    // returned buffer{}, or left a pointer unset, learns what to return instead.
+    const std::string fix = "; return the op's device memory from resources.buffers: ";
+    const auto field = [](const char* which, std::int64_t needed) {
+      return std::string(".") + which + " with at least " + std::to_string(needed) + " bytes (." + which + "_bytes)";
+    };
     if (b.send == nullptr && b.recv == nullptr && b.send_bytes == 0 && b.recv_bytes == 0) {
-      problem(i, "[EXEC-BUFFER] the provider gave the op no memory (an empty buffer); the op needs " +
-                     std::to_string(send_needed) + " send and " + std::to_string(recv_needed) + " recv bytes");
+      std::string which, fields;
+      for (const auto& [side, needed] : {std::pair{"send", send_needed}, std::pair{"recv", recv_needed}})
+        if (needed > 0) {
+          which += (which.empty() ? "" : " and ") + std::string(side);
+          fields += (fields.empty() ? "" : ", ") + field(side, needed);
+        }
+      const bool both = send_needed > 0 && recv_needed > 0;
+      problem(i, "[EXEC-BUFFER] the buffer provider gave the op an empty buffer: its " + which +
+                     (both ? " device pointers are null and their sizes 0" : " device pointer is null and its size 0") +
+                     fix + fields);
       return;
     }
     const std::int64_t element = static_cast<std::int64_t>(Api::element_size(b.dtype));
@@ -487,8 +501,8 @@ class basic_executor {
     const auto side = [&](const char* which, const void* pointer, std::int64_t capacity, std::int64_t needed) {
       if (needed == 0) return;
       if (pointer == nullptr)
-        problem(i, std::string("[EXEC-BUFFER] the op's buffer has no ") + which + " pointer; the op needs " +
-                       std::to_string(needed) + " bytes there");
+        problem(
+            i, std::string("[EXEC-BUFFER] the op's ") + which + " device pointer is null" + fix + field(which, needed));
       else if (capacity < needed)
         problem(i, "[EXEC-BUFFER] the op's buffer has " + std::to_string(capacity) + " " + which +
                        " bytes, the op needs " + std::to_string(needed) + "; allocate a larger buffer");
