@@ -49,6 +49,14 @@ TEST_CASE("the layout string: stages by '|', groups and characters repeated, com
   CHECK(doc[0] == sc::layout_stage{1, 3, 0, 0});
   CHECK(doc[30] == sc::layout_stage{0, 0, 1, 0});
   CHECK(doc[31] == sc::layout_stage{0, 0, 0, 1});
+  // A group repeats its "x*n" as Megatron-Core unrolls it: DeepSeek-V3 on 16 stages.
+  const auto sixteen = sc::parse_pipeline_layout("Et*4|(t*4|)*14tmL");
+  REQUIRE(sixteen.size() == 16);
+  CHECK(sixteen[0] == sc::layout_stage{1, 4, 0, 0});
+  for (std::size_t v = 1; v <= 14; ++v) CHECK(sixteen[v] == sc::layout_stage{0, 4, 0, 0});
+  CHECK(sixteen[15] == sc::layout_stage{0, 1, 1, 1});
+  CHECK_THROWS_WITH_AS(sc::parse_pipeline_layout("E(t(t)*2)*2"), doctest::Contains("groups do not nest"),
+                       std::invalid_argument);
   CHECK_THROWS_WITH_AS(sc::parse_pipeline_layout("Et|(tt|*3"), doctest::Contains("'(' is not closed at character 4"),
                        std::invalid_argument);
   CHECK_THROWS_WITH_AS(sc::parse_pipeline_layout("Etx|L"), doctest::Contains("unexpected 'x'"), std::invalid_argument);

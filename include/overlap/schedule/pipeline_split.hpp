@@ -27,7 +27,7 @@ struct layout_stage {
 
 /// Reads Megatron-Core's layout string: stages separated by '|', 'E' the embedding, 't' a
 /// transformer layer, 'm' a multi-token-prediction layer, 'L' the loss; "(group)*n" repeats a
-/// group (no nesting) and "x*n" one character; commas are cosmetic. Throws std::invalid_argument
+/// group (no nesting; its "x*n" too) and "x*n" one character; commas are cosmetic. Throws std::invalid_argument
 /// naming the first character it cannot read.
 inline std::vector<layout_stage> parse_pipeline_layout(std::string_view text) {
   const auto bad = [&](std::size_t at, const std::string& what) {
@@ -45,28 +45,36 @@ inline std::vector<layout_stage> parse_pipeline_layout(std::string_view text) {
     if (n > 100000) bad(digits, "the count is over 100,000");
     return n;
   };
-  std::string flat;
-  for (std::size_t i = 0; i < text.size();) {
-    const char c = text[i];
-    if (c == ',' || c == ' ') {
-      ++i;
-    } else if (c == '(') {
-      const std::size_t close = text.find(')', i);
-      if (close == std::string_view::npos) bad(i, "'(' is not closed");
-      const std::string_view group = text.substr(i + 1, close - i - 1);
-      if (group.find('(') != std::string_view::npos) bad(i, "groups do not nest");
-      i = close + 1;
-      const long n = count_at(i);
-      for (long k = 0; k < n && flat.size() < 1000000; ++k) flat.append(group);
-    } else if (c == 'E' || c == 't' || c == 'm' || c == 'L' || c == '|') {
-      ++i;
-      const long n = count_at(i);
-      flat.append(static_cast<std::size_t>(std::min(n, 1000000L)), c);
-    } else {
-      bad(i, std::string("unexpected '") + c + "' (E, t, m, L, |, (...)*n, x*n)");
+  // Unrolls text[from, to): a group's inside (no '(' there) or the whole layout. As Megatron-Core
+  // reads it, a group repeats what it holds, "x*n" included.
+  const auto unroll = [&](std::size_t from, std::size_t to, auto& self) -> std::string {
+    std::string flat;
+    const auto repeat = [&](const std::string& what, long n, std::size_t at) {
+      for (long k = 0; k < n && flat.size() < 1000000; ++k) flat.append(what);
+      if (flat.size() >= 1000000) bad(at, "the layout unrolls to over a million entries");
+    };
+    for (std::size_t i = from; i < to;) {
+      const char c = text[i];
+      if (c == ',' || c == ' ') {
+        ++i;
+      } else if (c == '(') {
+        const std::size_t close = text.find(')', i);
+        if (close == std::string_view::npos || close >= to) bad(i, "'(' is not closed");
+        const std::size_t at = i;
+        if (text.substr(i + 1, close - i - 1).find('(') != std::string_view::npos) bad(i, "groups do not nest");
+        const std::string group = self(i + 1, close, self);
+        i = close + 1;
+        repeat(group, count_at(i), at);
+      } else if (c == 'E' || c == 't' || c == 'm' || c == 'L' || c == '|') {
+        const std::size_t at = i++;
+        repeat(std::string(1, c), count_at(i), at);
+      } else {
+        bad(i, std::string("unexpected '") + c + "' (E, t, m, L, |, (...)*n, x*n)");
+      }
     }
-    if (flat.size() >= 1000000) bad(i - 1, "the layout unrolls to over a million entries");
-  }
+    return flat;
+  };
+  const std::string flat = unroll(0, text.size(), unroll);
   std::vector<layout_stage> out(1);
   for (const char c : flat) {
     layout_stage& s = out.back();
