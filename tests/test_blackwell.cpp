@@ -15,7 +15,7 @@ namespace sc = overlap::schedule;
 
 TEST_CASE("node presets by name and by GPU, a GPU without one has none") {
   REQUIRE(ov::sim::preset_named("gb300") != nullptr);
-  CHECK(ov::sim::preset_named("gb300")->make().gpus_per_node == 72);
+  CHECK(ov::sim::preset_named("gb300")->make().domain_gpus() == 72);
   CHECK(ov::sim::preset_for(ov::gpu_model::h200)->name == "h200");
   CHECK(ov::sim::preset_for(ov::gpu_model::a100) == nullptr);
   CHECK(ov::sim::preset_named("vr200") == nullptr);
@@ -38,7 +38,9 @@ TEST_CASE("the presets hold the published figures") {
   CHECK(gb300.memory_capacity_bytes == 288e9);
   CHECK(ov::sim::h100_node().memory_capacity_bytes == 80e9);
   CHECK(ov::sim::h200_node().memory_capacity_bytes == 141e9);
-  CHECK(gb200.gpus_per_node == 72);
+  CHECK(gb200.domain_gpus() == 72);
+  CHECK(gb200.gpus_per_node == 64);  // a job's ranks fill 64 of a rack's 72 GPUs (placement.hpp)
+  CHECK(b300.domain_gpus() == 8);
   CHECK(b300.gpus_per_node == 8);
   CHECK(b200.network_bytes_per_us == 48e3);   // ConnectX-7
   CHECK(gb300.network_bytes_per_us == 96e3);  // ConnectX-8, twice ConnectX-7's achieved rate

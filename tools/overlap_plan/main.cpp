@@ -25,6 +25,7 @@
 #include <overlap/rules/validate.hpp>
 #include <overlap/settings/print.hpp>
 #include <overlap/sim/analysis/memory.hpp>
+#include <overlap/sim/analysis/placement.hpp>
 #include <overlap/sim/machine/machine.hpp>
 #include <overlap/sim/machine/presets.hpp>
 #include <overlap/sim/machine/profile_json.hpp>
@@ -91,6 +92,7 @@ struct cli {
   bool strict = false;                    ///< warnings (rules upstream lets run) stop the run too
   unsigned threads = 0;                   ///< tune: 0 for one per core
   std::optional<double> memory_limit_gb;  ///< simulate, tune: what a rank's step may take
+  std::optional<int> placement;           ///< simulate, tune: GPUs of each NVLink domain the job fills
 };
 
 /// How the default limit is found, from sim/analysis/memory.hpp's margin.
@@ -195,6 +197,11 @@ std::optional<cli> parse_args(int argc, char** argv) {
     sub->add_option("--memory-limit", c.memory_limit_gb,
                     "GB a rank's step may take (default: the GPU's memory " + margin_text() + ")")
         ->check(CLI::Range(0.001, 1e6));
+    sub->add_option("--placement", c.placement,
+                    "GPUs of each NVLink domain the job's ranks fill, in rank order (default: as NVIDIA's "
+                    "schedulers place jobs, the largest power of two a domain holds: 8 of an HGX node, 64 of an "
+                    "NVL72 rack)")
+        ->check(CLI::Range(1, 1 << 20));
   };
   std::vector<CLI::App*> subs;
   for (const command_text& x : commands) {
@@ -411,6 +418,13 @@ std::string node_for(const cli& args, const overlap_plan::bridge_config& c) {
 /// format the node has no tensor cores for (fp4 on Hopper) is an input error naming the way out.
 ov::sim::machine machine_of(const cli& args, const overlap_plan::bridge_config& c) {
   ov::sim::machine m = ov::sim::preset_named(args.machine)->make();
+  if (args.placement) {
+    try {
+      m = ov::sim::with_placement(std::move(m), *args.placement);
+    } catch (const std::invalid_argument& e) {
+      throw input_error(std::string("--") + e.what());  // "--placement: ..."
+    }
+  }
   if (!args.profile.empty())
     m = ov::sim::with_profile(std::move(m),
                               std::make_shared<const ov::sim::profile>(ov::sim::read_profile(args.profile)));
@@ -426,11 +440,13 @@ ov::sim::machine machine_of(const cli& args, const overlap_plan::bridge_config& 
   return m;
 }
 
-/// "an h100 node", "a gb200 NVL72 rack", or either with ", compute from FILE (GPU)".
+/// "an h100 node", "a gb200 NVL72 rack (the job on 64 GPUs of each)", or either with ", compute
+/// from FILE (GPU)".
 std::string machine_label(const cli& args, const ov::sim::machine& m) {
-  const std::string what =
-      (args.machine.starts_with("h") ? "an " : "a ") + args.machine +
-      (m.gpus_per_node > 8 ? " NVL" + std::to_string(m.gpus_per_node) + " rack" : std::string(" node"));
+  const int domain = m.domain_gpus();
+  std::string what = (args.machine.starts_with("h") ? "an " : "a ") + args.machine +
+                     (domain > 8 ? " NVL" + std::to_string(domain) + " rack" : std::string(" node"));
+  if (m.gpus_per_node < domain) what += " (the job on " + std::to_string(m.gpus_per_node) + " GPUs of each)";
   if (args.profile.empty()) return what;
   return what + ", compute from " + args.profile + " (" + m.profile->gpu + ")";
 }
@@ -502,6 +518,12 @@ json memory_json(const ov::sim::step_memory& m) {
           {"per_rank", per_rank}};
 }
 
+/// The ranks of the settings' run, in Megatron's order.
+ov::schedule::layout layout_of(const ov::settings& s) {
+  return {s.tensor_model_parallel_size, 1, s.data_parallel_size, s.pipeline_model_parallel_size,
+          s.num_moe_experts ? s.expert_model_parallel_size : 1};
+}
+
 /// What `simulate` found: the plan, the memory of its busiest rank, and the files it wrote.
 struct simulation {
   ov::plan::family_plan plan;
@@ -509,6 +531,7 @@ struct simulation {
   std::int64_t limit = 0;               ///< the bytes a rank may take (0: not known)
   std::vector<std::string> written;     ///< the files of --out
   std::vector<int> traced;              ///< the ranks step.json holds
+  std::vector<std::string> placement;   ///< the groups that straddle NVLink domains (placement_notes)
   double gain() const {
     return plan.baseline.step_time_us > 0 ? 1 - plan.overlap.step_time_us / plan.baseline.step_time_us : 0;
   }
@@ -538,9 +561,7 @@ void write_step_files(const cli& args, const overlap_plan::bridge_config& c, sim
   ov::trace::write_chrome_trace_of(base, plan.baseline_step, plan.baseline, plan.baseline_classes, traced_baseline);
   std::ofstream svg(args.out + "/step.svg");
   // Rows named by the rank's class and its coordinates in the layout.
-  const ov::settings& s = c.settings;
-  const ov::schedule::layout L(s.tensor_model_parallel_size, 1, s.data_parallel_size, s.pipeline_model_parallel_size,
-                               s.num_moe_experts ? s.expert_model_parallel_size : 1);
+  const ov::schedule::layout L = layout_of(c.settings);
   const std::vector<int> sizes = plan.overlap_classes.sizes();
   ov::trace::svg_options picture;
   picture.rank_name = [&](int rank) { return ov::trace::detail::rank_label(rank, &sizes) + " " + L.coordinates(rank); };
@@ -564,6 +585,7 @@ json simulation_json(const cli& args, const overlap_plan::bridge_config& c, cons
               {"ranks", plan.overlap_classes.world()},
               {"classes", plan.overlap_step.size()},
               {"micro_batches", c.workload.micro_batches},
+              {"not_modelled", c.not_modelled},
               {"overlap",
                {{"step_time_us", plan.overlap.step_time_us},
                 {"exposed_comm_us", family_json(plan.overlap.exposed_comm_us)},
@@ -581,6 +603,10 @@ json simulation_json(const cli& args, const overlap_plan::bridge_config& c, cons
                 {"gpu_memory_bytes", cost.machine().memory_capacity_bytes},
                 {"limit_bytes", limit},
                 {"fits", limit == 0 || most.peak().bytes <= limit}}},
+              {"placement",
+               {{"domain_gpus", cost.machine().domain_gpus()},
+                {"ranks_per_domain", cost.machine().gpus_per_node},
+                {"notes", run.placement}}},
               {"files", written},
               {"traced_ranks", traced}};
   return out;
@@ -602,6 +628,7 @@ void print_simulation(const cli& args, const overlap_plan::bridge_config& c, con
       plan.overlap_classes.world() == 1 ? "rank" : "ranks", plan.overlap_step.size(),
       plan.overlap_step.size() == 1 ? "class" : "classes", c.workload.num_layers, c.workload.micro_batches,
       c.workload.micro_batches == 1 ? "micro-batch" : "micro-batches");
+  for (const std::string& n : run.placement) std::printf("note: %s\n", n.c_str());
   std::printf("\n%-22s %14s %14s\n", "", "overlap off", "as configured");
   std::printf("%-22s %11.2f ms %11.2f ms   (%+.1f %%)\n", "step time", plan.baseline.step_time_us / 1000,
               plan.overlap.step_time_us / 1000, -100 * gain);
@@ -659,6 +686,7 @@ int run_simulate(const cli& args, const overlap_plan::bridge_config& c) {
   run.most = ov::sim::memory_of(run.plan.overlap_step, run.plan.overlap);
   run.most_off = ov::sim::memory_of(run.plan.baseline_step, run.plan.baseline);
   run.limit = memory_limit_of(args, cost.machine());
+  run.placement = ov::sim::placement_notes(layout_of(c.settings), cost.machine());
   if (args.json_output)
     std::cout << simulation_json(args, c, cost, run).dump(2) << '\n';
   else

@@ -67,14 +67,15 @@ namespace overlap::sim {
 
 namespace detail {
 /// What the four Blackwell presets share (the B200's kernels and links).
-inline machine blackwell(std::string name, int sms, double bf16_tflops, double hbm_tbs, double hbm_gb,
-                         int gpus_per_node, double nic_gbs, double max_clock_mhz, double fp4_speedup) {
+inline machine blackwell(std::string name, int sms, double bf16_tflops, double hbm_tbs, double hbm_gb, int domain,
+                         double nic_gbs, double max_clock_mhz, double fp4_speedup) {
   return machine{.name = std::move(name),
                  .sms = sms,
                  .peak_flops_per_us = bf16_tflops * 1e6,
                  .memory_bytes_per_us = hbm_tbs * 1e6,
                  .memory_capacity_bytes = hbm_gb * 1e9,
-                 .gpus_per_node = gpus_per_node,
+                 .gpus_per_node = default_ranks_per_domain(domain),
+                 .nvlink_domain = domain,
                  .nvlink_bytes_per_us = 720e3,
                  .nvlink_latency_us = 2.5,
                  .network_bytes_per_us = nic_gbs * 1e3,
@@ -104,9 +105,9 @@ inline machine blackwell(std::string name, int sms, double bf16_tflops, double h
 inline machine b200_node() { return detail::blackwell("b200", 148, 2250, 7.7, 180, 8, 48, 1965, 1.81); }
 /// An 8-GPU HGX B300 node.
 inline machine b300_node() { return detail::blackwell("b300", 148, 2250, 8, 288, 8, 96, 2032, 1.98); }
-/// A GB200 NVL72 rack: 72 GPUs in one NVLink domain.
+/// A GB200 NVL72 rack: 72 GPUs in one NVLink domain, of which a job fills 64 (with_placement).
 inline machine gb200_nvl72() { return detail::blackwell("gb200", 152, 2500, 8, 186, 72, 48, 2062, 1.81); }
-/// A GB300 NVL72 rack: 72 GPUs in one NVLink domain.
+/// A GB300 NVL72 rack: 72 GPUs in one NVLink domain, of which a job fills 64 (with_placement).
 inline machine gb300_nvl72() { return detail::blackwell("gb300", 152, 2500, 8, 288, 72, 96, 2070, 1.98); }
 
 }  // namespace overlap::sim

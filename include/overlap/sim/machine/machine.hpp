@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <utility>
 
@@ -24,7 +25,14 @@ struct machine {
   double peak_flops_per_us = 0;      ///< dense bf16 tensor throughput of the whole GPU
   double memory_bytes_per_us = 0;    ///< HBM bandwidth
   double memory_capacity_bytes = 0;  ///< HBM a GPU has (0: not said)
+  /// GPUs of one NVLink domain that a job's ranks fill, in rank order, before the next domain:
+  /// the placement in force. Ranks r and r' share NVLink when r / gpus_per_node equals
+  /// r' / gpus_per_node; between domains they talk over the NIC. An HGX node is its own domain
+  /// (8); on an NVL72 rack the scheduler gives a job whole power-of-two blocks of a domain
+  /// (`default_ranks_per_domain`), so 64 of its 72 GPUs unless told otherwise (`with_placement`).
   int gpus_per_node = 8;
+  /// GPUs one NVLink domain holds: 8 in an HGX node, 72 in an NVL72 rack (0: gpus_per_node).
+  int nvlink_domain = 0;
   double nvlink_bytes_per_us = 0;   ///< per GPU, per direction, inside a node: collectives' bus bandwidth
   double nvlink_latency_us = 0;     ///< per ring step / message inside a node
   double network_bytes_per_us = 0;  ///< per GPU, per direction, across nodes
@@ -89,12 +97,37 @@ struct machine {
   /// sustained clock (the profile: at most its sustained rate). False: short bursts, as kernel
   /// benchmarks (and the profile's tables) were run.
   bool sustained_load = true;
+  /// GPUs one NVLink domain holds.
+  int domain_gpus() const { return nvlink_domain > 0 ? nvlink_domain : gpus_per_node; }
   double clock_ratio() const {
     return sustained_load && benchmark_clock_mhz > 0 && sustained_clock_mhz > 0
                ? sustained_clock_mhz / benchmark_clock_mhz
                : 1;
   }
 };
+
+/// The GPUs of a `domain`-GPU NVLink domain a job fills by default: the largest power of two that
+/// fits, as NVIDIA's schedulers hand out NVL72 racks (Slurm's block topology: 16 compute trays of
+/// 4 GPUs, 64 of 72, per segment); an HGX node's 8 whole.
+constexpr int default_ranks_per_domain(int domain) {
+  int block = 1;
+  while (block * 2 <= domain) block *= 2;
+  return domain > 0 ? block : 0;
+}
+
+/// `m` with its job's ranks filling `ranks_per_domain` GPUs of each NVLink domain (the machine's
+/// placement, `machine::gpus_per_node`). Throws std::invalid_argument, naming the domain, unless
+/// 1 <= ranks_per_domain <= the domain's GPUs.
+inline machine with_placement(machine m, int ranks_per_domain) {
+  const int domain = m.domain_gpus();
+  if (ranks_per_domain < 1 || ranks_per_domain > domain)
+    throw std::invalid_argument("placement: " + std::to_string(ranks_per_domain) + " GPUs per NVLink domain on " +
+                                m.name + ", whose domain holds " + std::to_string(domain) + ": give 1 to " +
+                                std::to_string(domain));
+  m.nvlink_domain = domain;
+  m.gpus_per_node = ranks_per_domain;
+  return m;
+}
 
 /// `m` with what the two-stream probe `c` measured of communication kernels' SMs: the copy kernel
 /// alone (one CTA to an SM) against the same kernel packed on ceil(CTAs / per SM) SMs in a GEMM's
