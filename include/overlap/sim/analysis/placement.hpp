@@ -45,24 +45,15 @@ inline std::vector<straddling_groups> straddling(const schedule::layout& L, int 
                                                  std::size_t named = 3) {
   std::vector<straddling_groups> out;
   if (ranks_per_domain < 1) return out;
-  const int stage = L.stage_size();
-  if (L.tp() > 1) {
-    straddling_groups& k =
-        out.emplace_back(straddling_groups{.kind = "tp", .size = L.tp(), .groups = 0, .straddling = 0, .names = {}});
-    for (int r = 0; r < L.world(); r += L.tp())
-      detail::count_group(k, L.tensor_parallel(L.at(r)), ranks_per_domain, named);
-  }
-  if (L.ep() > 1) {
-    straddling_groups& k =
-        out.emplace_back(straddling_groups{.kind = "ep", .size = L.ep(), .groups = 0, .straddling = 0, .names = {}});
-    for (int r = 0; r < L.world(); r += L.ep())
-      detail::count_group(k, L.expert_parallel(L.at(r)), ranks_per_domain, named);
-  }
-  if (L.pp() > 1) {
-    straddling_groups& k =
-        out.emplace_back(straddling_groups{.kind = "pp", .size = L.pp(), .groups = 0, .straddling = 0, .names = {}});
-    for (int r = 0; r < stage; ++r) detail::count_group(k, L.pipeline(L.at(r)), ranks_per_domain, named);
-  }
+  // The groups of one kind: one for every `step`-th rank below `below`, by `group_of` its place.
+  const auto count = [&](std::string_view kind, int size, int below, int step, auto group_of) {
+    if (size <= 1) return;
+    straddling_groups& k = out.emplace_back(straddling_groups{kind, size, 0, 0, {}});
+    for (int r = 0; r < below; r += step) detail::count_group(k, group_of(L.at(r)), ranks_per_domain, named);
+  };
+  count("tp", L.tp(), L.world(), L.tp(), [&](const schedule::place& p) { return L.tensor_parallel(p); });
+  count("ep", L.ep(), L.world(), L.ep(), [&](const schedule::place& p) { return L.expert_parallel(p); });
+  count("pp", L.pp(), L.stage_size(), 1, [&](const schedule::place& p) { return L.pipeline(p); });
   return out;
 }
 
