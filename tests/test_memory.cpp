@@ -80,6 +80,45 @@ TEST_CASE("experts' optimizer state is sharded over the expert data-parallel gro
   CHECK(m.optimizer == 12 * 910'592 / 4 + 12 * 3'145'728 / 2);
 }
 
+TEST_CASE("Adam's state per parameter follows the optimizer's precision fields") {
+  // optimizer_state.hpp, case by case (bytes a parameter of the updated shard).
+  sc::optimizer_precision o;
+  CHECK(sc::adam_state_bytes(o, ov::dtype::bf16) == 4 + 4 + 4);  // fp32 master and moments
+  CHECK(sc::adam_state_bytes(o, ov::dtype::fp32) == 4 + 4);      // fp32 parameters are their own master
+  // DeepSeek-V3's recipes: bf16 moments, fp32 master kept as 16-bit remainders.
+  o = {.use_precision_aware_optimizer = true, .exp_avg_bytes = 2, .exp_avg_sq_bytes = 2};
+  CHECK(sc::adam_state_bytes(o, ov::dtype::bf16) == 2 + 2 + 2);
+  // Remainders need bf16 parameters and Transformer Engine 2.1.
+  CHECK(sc::adam_state_bytes(o, ov::dtype::fp16) == 4 + 2 + 2);
+  CHECK(sc::adam_state_bytes(o, ov::dtype::bf16, ov::version{2, 0, 0}) == 4 + 2 + 2);
+  CHECK(sc::adam_state_bytes(o, ov::dtype::bf16, ov::version{2, 1, 0}) == 2 + 2 + 2);
+  // An fp8 recipe with its own scales: Megatron-Core keeps the fp32 master copy whole.
+  o.fp8_recipe_with_own_scales = true;
+  CHECK(sc::adam_state_bytes(o, ov::dtype::bf16) == 4 + 2 + 2);
+  // A 16-bit master copy stays with FusedAdam whatever the recipe; uint8 moments take a byte.
+  o = {.use_precision_aware_optimizer = true,
+       .main_params_bytes = 2,
+       .exp_avg_bytes = 1,
+       .exp_avg_sq_bytes = 1,
+       .fp8_recipe_with_own_scales = true};
+  CHECK(sc::adam_state_bytes(o, ov::dtype::bf16) == 2 + 1 + 1);
+}
+
+TEST_CASE("the precision-aware optimizer's state is what its settings hold, in the step's buffers") {
+  // As the first test's sharded run: 1,692,928 parameters over dp 2, now 6 bytes each of state
+  // (bf16 moments, fp32 master as remainders) instead of 12; weights and gradients unchanged.
+  using sharded =
+      ov::config<ov::dp<2>, ov::distributed_optimizer<>, ov::grad_reduce_in_fp32<>, ov::precision<ov::dtype::bf16>>;
+  sc::workload w = small_gqa();
+  w.optimizer = {.use_precision_aware_optimizer = true, .exp_avg_bytes = 2, .exp_avg_sq_bytes = 2};
+  const auto step = sharded::schedule::generate(w);
+  CHECK(ov::verify::verify(step).empty());
+  const ov::sim::model_state m = ov::sim::model_state_of(step[0]);
+  CHECK(m.optimizer == 6 * params / 2);
+  CHECK(m.weights == 2 * params);
+  CHECK(m.gradients == 4 * params);
+}
+
 TEST_CASE("buffer sizes are checked: no more sizes than buffers, none negative") {
   auto step = ov::config<ov::dp<2>, ov::precision<ov::dtype::bf16>>::schedule::generate(small_gqa());
   sc::program p = step[0];

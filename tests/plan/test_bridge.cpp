@@ -133,7 +133,7 @@ TEST_CASE("where Bridge keeps one value twice, upstream's precedence decides and
   }
 }
 
-TEST_CASE("unknown fields are ignored, _call_ objects skipped, known-but-unmodelled fields noted") {
+TEST_CASE("unknown fields are ignored, Hydra _call_ objects skipped or named, unmodelled fields noted") {
   const op::bridge_config c = read_text(
       "_target_: megatron.bridge.training.config.ConfigContainer\n"
       "model:\n  _target_: x.Provider\n  params_dtype: {_call_: false, _target_: torch.bfloat16}\n"
@@ -333,4 +333,61 @@ TEST_CASE("overrides_between: one Bridge override per field that differs, at the
   CHECK(source.written_at("sequence_parallel") == "model.sequence_parallel");
   CHECK_FALSE(source.written_at("overlap_grad_reduce").has_value());
   CHECK(source.changes_between(c.settings, to).size() == 2);
+}
+
+TEST_CASE("the optimizer's precision fields are read as Bridge dumps them, refused where Megatron-Core asserts") {
+  // DeepSeek-V3's optimizer section as dumped: torch dtypes as _call_ objects.
+  const std::string deepseek =
+      "optimizer:\n  use_precision_aware_optimizer: true\n  store_param_remainders: true\n"
+      "  main_params_dtype: {_call_: false, _target_: torch.float32}\n"
+      "  exp_avg_dtype: {_call_: false, _target_: torch.bfloat16}\n"
+      "  exp_avg_sq_dtype: {_call_: false, _target_: torch.bfloat16}\n"
+      "  main_grads_dtype: {_call_: false, _target_: torch.bfloat16}\n  fp8_recipe: null\n"
+      "model: {bf16: true}\n";
+  op::bridge_config c = read_text(deepseek + "mixed_precision: {bf16: true, fp8_recipe: null}\n");
+  const ov::schedule::optimizer_precision& o = c.workload.optimizer;
+  CHECK(o.use_precision_aware_optimizer);
+  CHECK(o.main_params_bytes == 4);
+  CHECK(o.exp_avg_bytes == 2);
+  CHECK(o.exp_avg_sq_bytes == 2);
+  CHECK_FALSE(o.fp8_recipe_with_own_scales);
+  CHECK(ov::schedule::adam_state_bytes(o, c.settings.precision) == 6);
+  // Bridge copies mixed_precision's fp8_recipe over the optimizer's: blockwise (the H100 recipe)
+  // leaves the fp32 master copy to Megatron-Core; a mapping without one has the default tensorwise;
+  // a recipe name says delayed or not.
+  c = read_text(deepseek + "mixed_precision: {bf16: true, fp8: hybrid, fp8_recipe: blockwise}\n");
+  CHECK(c.workload.optimizer.fp8_recipe_with_own_scales);
+  CHECK(ov::schedule::adam_state_bytes(c.workload.optimizer, c.settings.precision) == 8);
+  CHECK(read_text(deepseek + "mixed_precision: {bf16: true}\n").workload.optimizer.fp8_recipe_with_own_scales);
+  CHECK_FALSE(read_text(deepseek + "mixed_precision: bf16_with_fp8_delayed_scaling_mixed\n")
+                  .workload.optimizer.fp8_recipe_with_own_scales);
+  CHECK_FALSE(read_text(deepseek).workload.optimizer.fp8_recipe_with_own_scales);
+  // Without a dump's optimizer section: plain Adam, 12 bytes.
+  CHECK(ov::schedule::adam_state_bytes(read_text("model: {bf16: true}\n").workload.optimizer, ov::dtype::bf16) == 12);
+  // The written config reads back the same state.
+  const auto back = op::read_config(op::parse_text(op::write_config(c.settings, &c.workload).dump(), "t.json", true),
+                                    {.process_environment = false});
+  CHECK(ov::schedule::adam_state_bytes(back.workload.optimizer, back.settings.precision) == 8);
+
+  const auto message = [](const std::string& yaml) {
+    try {
+      read_text(yaml);
+    } catch (const op::input_error& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  CHECK(message("optimizer: {exp_avg_dtype: torch.bfloat16}\n")
+            .find("optimizer.exp_avg_dtype: exp_avg_dtype can only be fp32 without "
+                  "optimizer.use_precision_aware_optimizer") != std::string::npos);
+  CHECK(message("optimizer: {use_precision_aware_optimizer: true, exp_avg_dtype: torch.int64}\n")
+            .find("optimizer.exp_avg_dtype: unknown torch dtype \"torch.int64\"") != std::string::npos);
+  CHECK(message("optimizer: {use_precision_aware_optimizer: true, exp_avg_dtype: 3}\n")
+            .find("optimizer.exp_avg_dtype: expected a torch dtype") != std::string::npos);
+  CHECK(
+      message("optimizer: {use_precision_aware_optimizer: true, optimizer: sgd}\n").find("only supported with adam") !=
+      std::string::npos);
+  const op::bridge_config sgd = read_text("optimizer: {optimizer: sgd}\n");
+  CHECK(has_note(sgd, "optimizer.optimizer = \"sgd\" is not modelled"));
+  CHECK(sgd.not_modelled.size() == 1);
 }

@@ -132,6 +132,21 @@ inline ov::version to_version(const document& doc, const std::string& path, cons
   return out;
 }
 
+/// A torch dtype's size in bytes: as Bridge dumps one ({_call_: false, _target_: torch.bfloat16})
+/// or as its name ("torch.bfloat16", "bfloat16"); the dtypes Megatron-Core's optimizer takes.
+inline int to_dtype_bytes(const document& doc, const std::string& path, const json& v) {
+  const json* name = v.is_object() ? given(v, "_target_") : &v;
+  constexpr const char* allowed = "torch.float32, torch.float16, torch.bfloat16, torch.uint8";
+  if (!name || !name->is_string())
+    bad(doc, path, std::string("expected a torch dtype (") + allowed + "), got " + shown(v));
+  std::string text = name->get<std::string>();
+  if (text.starts_with("torch.")) text = text.substr(6);
+  if (text == "float32" || text == "float") return 4;
+  if (text == "float16" || text == "half" || text == "bfloat16") return 2;
+  if (text == "uint8") return 1;
+  bad(doc, path, "unknown torch dtype " + shown(*name) + "; expected one of " + allowed);
+}
+
 /// Sets `path` (dotted) in `tree`, making the sections it needs.
 inline void put(json& tree, std::string_view path, json value) {
   json* node = &tree;

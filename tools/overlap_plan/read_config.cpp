@@ -198,6 +198,7 @@ class config_reader {
     read_gpu_and_te_version();
     read_environment();
     read_workload();
+    read_optimizer();
     read_data_parallel_size();
     read_micro_batches();
     note_not_honoured();
@@ -495,6 +496,61 @@ class config_reader {
     else
       out_.missing_workload.push_back("train.global_batch_size");
     if (out_.global_batch_size < 0) bad(doc_, "train.global_batch_size", "cannot be negative");
+  }
+
+  /// The optimizer's precision fields (workload.optimizer, optimizer_state.hpp), refused where
+  /// Megatron-Core's OptimizerConfig refuses them. The fp8 recipe the optimizer is told of is
+  /// mixed_precision's, which Bridge copies over optimizer.fp8_recipe whether or not fp8 is on:
+  /// a mapping's fp8_recipe (MixedPrecisionConfig's default "tensorwise" where it has none), a
+  /// recipe name's ("delayed" in the delayed-scaling recipes' names, else one with own scales).
+  void read_optimizer() {
+    ov::schedule::optimizer_precision& o = out_.workload.optimizer;
+    const auto flag_at = [&](const char* path, bool& member) {
+      if (const json* v = given(tree_, path)) member = to_bool(doc_, path, *v);
+    };
+    flag_at("optimizer.use_precision_aware_optimizer", o.use_precision_aware_optimizer);
+    flag_at("optimizer.store_param_remainders", o.store_param_remainders);
+    const std::pair<const char*, int*> dtypes[] = {{"optimizer.main_params_dtype", &o.main_params_bytes},
+                                                   {"optimizer.exp_avg_dtype", &o.exp_avg_bytes},
+                                                   {"optimizer.exp_avg_sq_dtype", &o.exp_avg_sq_bytes},
+                                                   {"optimizer.main_grads_dtype", nullptr}};
+    for (const auto& [path, member] : dtypes) {
+      const json* v = given(tree_, path);
+      if (!v) continue;
+      const int bytes = to_dtype_bytes(doc_, path, *v);
+      if (member) *member = bytes;
+      if (!o.use_precision_aware_optimizer && bytes != 4)
+        bad(doc_, path,
+            std::string(path).substr(10) +
+                " can only be fp32 without optimizer.use_precision_aware_optimizer (Megatron-Core's "
+                "OptimizerConfig asserts it)");
+    }
+    if (const json* v = given(tree_, "optimizer.optimizer"); v && *v != "adam") {
+      if (o.use_precision_aware_optimizer)
+        bad(doc_, "optimizer.optimizer",
+            "use_precision_aware_optimizer is only supported with adam (Megatron-Core's OptimizerConfig asserts "
+            "it), got " +
+                shown(*v));
+      notes_.push_back("optimizer.optimizer = " + shown(*v) + " is not modelled: its state is sized as Adam's");
+      out_.not_modelled.push_back(notes_.back());
+    }
+    std::optional<std::string> recipe;
+    const json* mp = given(tree_, "mixed_precision");
+    if (mp && mp->is_string())
+      recipe = mp->get<std::string>().find("delayed") != std::string::npos ? "delayed" : "tensorwise";
+    else if (mp && mp->is_object())
+      recipe = mp->contains("fp8_recipe") ? given(*mp, "fp8_recipe") ? text_at("mixed_precision.fp8_recipe") : ""
+                                          : "tensorwise";
+    else if (given(tree_, "optimizer.fp8_recipe"))
+      recipe = text_at("optimizer.fp8_recipe");
+    o.fp8_recipe_with_own_scales = recipe && !recipe->empty() && *recipe != "delayed";
+  }
+
+  /// The string at `path`, refused when it is something else.
+  std::string text_at(const std::string& path) {
+    const json& v = *given(tree_, path);
+    if (!v.is_string()) bad(doc_, path, "expected a name, got " + shown(v));
+    return v.get<std::string>();
   }
 
   /// Data-parallel size: Bridge derives it from the world size (DP-4).

@@ -48,8 +48,15 @@ struct yaml_converter {
       }
       case YAML::NodeType::Map: {
         json out = json::object();
-        // Hydra's `_call_` objects are built by Python at launch; nothing here can evaluate them.
-        if (n["_call_"]) return nullptr;
+        // Hydra's `_call_: true` objects are built by Python at launch; nothing here can evaluate
+        // them. One with `_call_: false` names a Python object without calling it (a torch dtype,
+        // a function): it reads as that name.
+        if (const YAML::Node call = n["_call_"]) {
+          const YAML::Node target = n["_target_"];
+          if (call.IsScalar() && plain_scalar(call.Scalar()) == json(false) && target && target.IsScalar())
+            return target.Scalar();
+          return nullptr;
+        }
         for (const auto& kv : n) {
           if (kv.first.Type() != YAML::NodeType::Scalar)
             throw input_error(mark(kv.first) + ": a mapping key must be a plain name");

@@ -7,6 +7,26 @@
 
 namespace overlap_plan {
 
+namespace {
+
+/// The optimizer's precision fields that differ from Megatron-Core's defaults.
+void write_optimizer(json& tree, const ov::schedule::optimizer_precision& o) {
+  using detail::put;
+  const ov::schedule::optimizer_precision defaults;
+  const auto dtype = [](int bytes) {
+    return bytes == 4 ? "torch.float32" : bytes == 2 ? "torch.bfloat16" : "torch.uint8";
+  };
+  if (o.use_precision_aware_optimizer) put(tree, "optimizer.use_precision_aware_optimizer", true);
+  if (o.store_param_remainders != defaults.store_param_remainders)
+    put(tree, "optimizer.store_param_remainders", o.store_param_remainders);
+  if (o.main_params_bytes != 4) put(tree, "optimizer.main_params_dtype", dtype(o.main_params_bytes));
+  if (o.exp_avg_bytes != 4) put(tree, "optimizer.exp_avg_dtype", dtype(o.exp_avg_bytes));
+  if (o.exp_avg_sq_bytes != 4) put(tree, "optimizer.exp_avg_sq_dtype", dtype(o.exp_avg_sq_bytes));
+  if (o.fp8_recipe_with_own_scales) put(tree, "optimizer.fp8_recipe", "tensorwise");
+}
+
+}  // namespace
+
 json write_config(const ov::settings& s, const ov::schedule::workload* w) {
   using namespace detail;
   json tree = json::object();
@@ -77,6 +97,7 @@ json write_config(const ov::settings& s, const ov::schedule::workload* w) {
         put(tree, path, member);
     });
     put(tree, "train.global_batch_size", w->micro_batches * w->micro_batch_size * s.data_parallel_size);
+    write_optimizer(tree, w->optimizer);
   }
   return tree;
 }

@@ -48,7 +48,7 @@ enum class buffer_kind : std::uint8_t {
   reduced_gradients,  ///< a bucket's reduced gradients
   parameter_shard,    ///< the parameters the optimizer updates (a bucket's shard)
   loss,               ///< the loss's saved state: the output layer's softmax over the vocabulary
-  optimizer_state,    ///< Adam's fp32 master weights and moments of what the optimizer updates
+  optimizer_state,    ///< Adam's master weights and moments of what the optimizer updates (optimizer_state.hpp)
   userbuffer          ///< a TP overlap slot's communication buffer (Transformer Engine's userbuffer), held
                       ///< through the step; what its slot gathers, exchanges or reduces lives in it
 };

@@ -53,7 +53,8 @@ struct dp_plan {
   /// pipeline stages do grad reduction during pipeline bubble", schedules.py), so that a long
   /// reduction's wait does not hold a single hardware queue ahead of the stage's last send.
   bool reduce_after_pipeline = false;
-  int pp = 1, stage = 0;  ///< the pipeline's stages and this rank's (for aligned gathers)
+  int pp = 1, stage = 0;          ///< the pipeline's stages and this rank's (for aligned gathers)
+  std::int64_t state_bytes = 12;  ///< the optimizer's state a parameter updated (optimizer_state.hpp)
 };
 
 class dp_buckets {
@@ -73,6 +74,7 @@ class dp_buckets {
         reduce_after_pipeline_(plan.reduce_after_pipeline),
         pp_(plan.pp),
         stage_(plan.stage),
+        state_bytes_(plan.state_bytes),
         chunks_(static_cast<int>(plan.chunks.size())) {
     const group* groups[2] = {&plan.dense, &plan.expert};
     for (int part = 0; part < 2; ++part) {
@@ -185,8 +187,10 @@ class dp_buckets {
     std::int64_t updated = replicated_parameters_;
     for (int part = 0; part < 2; ++part)
       updated += dist_opt_ ? reduced_parameters_[part] / size_[part] : reduced_parameters_[part];
-    // Adam moves about 16 bytes per parameter of this rank's shard (or replica).
-    e_.compute(compute_, {.type = op_type::optimizer_step}, 0, std::move(reduced), std::move(shards), 16 * updated);
+    // Adam reads and writes its state and reads the gradient and writes the parameter: about
+    // 4 bytes more than its state per parameter of this rank's shard (or replica).
+    e_.compute(compute_, {.type = op_type::optimizer_step}, 0, std::move(reduced), std::move(shards),
+               (state_bytes_ + 4) * updated);
   }
 
  private:
@@ -199,9 +203,10 @@ class dp_buckets {
   };
 
   /// Sizes what the rank keeps through the step: each tensor's parameters and gradients (the
-  /// tensors one op reads first share one buffer), and the optimizer's state of what it updates:
-  /// Adam's fp32 master weights and two moments, 12 bytes a parameter, of each bucket's shard
-  /// (the whole bucket without the distributed optimizer) and of the replicated tensors.
+  /// tensors one op reads first share one buffer), and the optimizer's state of what it updates
+  /// (state_bytes a parameter: Adam's master weights and two moments, optimizer_state.hpp), of
+  /// each bucket's shard (the whole bucket without the distributed optimizer) and of the
+  /// replicated tensors.
   void size_state(const dp_plan& plan) {
     std::vector<std::int64_t> held;  // parameters per buffer index
     const auto add = [&](const buffer& b, std::int64_t n) {
@@ -221,11 +226,10 @@ class dp_buckets {
       }
     for (const bucket_state& k : buckets_)
       e_.buffer(bucket_buffer(buffer_kind::optimizer_state, k),
-                adam_state_bytes * k.packed.parameters / (dist_opt_ ? size_[k.part] : 1));
+                state_bytes_ * k.packed.parameters / (dist_opt_ ? size_[k.part] : 1));
     if (replicated_parameters_ > 0)
-      e_.buffer({.kind = buffer_kind::optimizer_state}, adam_state_bytes * replicated_parameters_);
+      e_.buffer({.kind = buffer_kind::optimizer_state}, state_bytes_ * replicated_parameters_);
   }
-  static constexpr std::int64_t adam_state_bytes = 12;
 
   static bool holds(const bucket_state& k, int holder, op_type used_by) {
     for (const auto& t : k.packed.tensors)
@@ -286,7 +290,9 @@ class dp_buckets {
   std::int64_t embedding_parameters_;
   op_type embedding_of_;
   bool reduce_after_pipeline_;
-  int pp_, stage_, chunks_;
+  int pp_, stage_;
+  std::int64_t state_bytes_;
+  int chunks_;
   int comm_[2] = {-1, -1}, size_[2] = {1, 1};
   int embedding_comm_ = -1;
   std::int64_t reduced_parameters_[2] = {0, 0}, replicated_parameters_ = 0;

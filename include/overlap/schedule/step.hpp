@@ -573,6 +573,7 @@ class rank_builder {
     plan.reduce_after_pipeline = L.pp() > 1 && at_.stage != 0 && k_.chunks == 1;
     plan.pp = L.pp();
     plan.stage = at_.stage;
+    plan.state_bytes = adam_state_bytes(w_.optimizer, s_.precision, s_.te_version);
     if (k_.dp && share_embedding() && L.pp() > 1 && (embeds(0) || heads(k_.chunks - 1))) {
       plan.embedding = L.embedding(at_);
       plan.embedding_parameters = w_.embedding_parameters() / tp;

@@ -26,6 +26,8 @@
 #include <string_view>
 #include <vector>
 
+#include <overlap/schedule/optimizer_state.hpp>
+
 namespace overlap::schedule {
 
 struct workload {
@@ -60,6 +62,8 @@ struct workload {
   /// every layer. Multi-token-prediction layers are MoE. Dense layers run the gated MLP of
   /// `ffn_hidden_size`.
   std::vector<int> moe_layer_pattern{};
+  /// The optimizer's precision fields: what its state takes a parameter (optimizer_state.hpp).
+  optimizer_precision optimizer{};
 
   /// Whether transformer layer `l` of an MoE model is MoE (the MTP layers, past num_layers, are).
   bool moe_layer(int l) const {

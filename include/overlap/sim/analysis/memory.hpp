@@ -5,7 +5,7 @@
 ///
 /// What the rank keeps through the step is held from its start to its end: parameters, their
 /// gradients (fp32 with grad_reduce_in_fp32, else the step's precision), the optimizer's state
-/// (Adam's fp32 master weights and moments of what it updates: a shard of the data-parallel
+/// (Adam's master weights and moments, schedule/optimizer_state.hpp, of what it updates: a shard of the data-parallel
 /// group's buckets with the distributed optimizer, of the expert data-parallel group's for
 /// experts) and the TP userbuffers. On a dense model with tp 1 the first three are Megatron-LM's
 /// compute_weight_and_optimizer_memory (theoretical_memory_usage.py): 6 + 12 / dp bytes a
