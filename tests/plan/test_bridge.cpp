@@ -391,3 +391,54 @@ TEST_CASE("the optimizer's precision fields are read as Bridge dumps them, refus
   CHECK(has_note(sgd, "optimizer.optimizer = \"sgd\" is not modelled"));
   CHECK(sgd.not_modelled.size() == 1);
 }
+
+TEST_CASE("a packed SFT dump trains on its packed sequences, not on model.seq_length") {
+  // As the Llama-3-8B SFT dump: model.seq_length 16384, the dataset's sequences packed to 4096.
+  const std::string sft =
+      "model: {seq_length: 16384}\n"
+      "dataset: {seq_length: 4096, packed_sequence_specs: {packed_sequence_size: 4096}}\n";
+  op::bridge_config c = read_text(sft);
+  CHECK(c.workload.seq_length == 4096);
+  CHECK(has_note(c,
+                 "model.seq_length = 16384 disagrees with dataset.packed_sequence_specs.packed_sequence_size = "
+                 "4096; Bridge trains on the dataset's sequences"));
+  // Packed to a size other than the dataset's sequence length: the packed size.
+  CHECK(read_text("model: {seq_length: 8192}\ndataset: {seq_length: 2048, packed_sequence_specs: "
+                  "{packed_sequence_size: 8192}}\n")
+            .workload.seq_length == 8192);
+  // No packing (a size of 0 or less, or none): the dataset's sequence length, else the model's.
+  CHECK(read_text("model: {seq_length: 16384}\ndataset: {seq_length: 4096, packed_sequence_specs: "
+                  "{packed_sequence_size: -1}}\n")
+            .workload.seq_length == 4096);
+  CHECK(read_text("model: {seq_length: 2048}\ndataset: {sequence_length: 2048}\n").workload.seq_length == 2048);
+  c = read_text("model: {seq_length: 1024}\n");
+  CHECK(c.workload.seq_length == 1024);
+  CHECK_FALSE(has_note(c, "seq_length"));
+  // None at all: the model's field is named as missing.
+  bool named = false;
+  for (const std::string& m : read_text("model: {hidden_size: 64}\n").missing_workload)
+    named = named || m == "model.seq_length";
+  CHECK(named);
+}
+
+TEST_CASE("Bridge's own datasets must agree with model.seq_length, as ConfigContainer.validate asserts") {
+  const auto message = [](const std::string& yaml) {
+    try {
+      read_text(yaml);
+    } catch (const op::input_error& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  CHECK(message("model: {seq_length: 8192}\n"
+                "dataset: {_target_: megatron.bridge.training.config.GPTDatasetConfig, seq_length: 4096}\n")
+            .find("model.seq_length = 8192 disagrees with dataset.seq_length = 4096, which Bridge refuses for a "
+                  "GPTDatasetConfig") != std::string::npos);
+  CHECK(message("model: {seq_length: 4096}\n"
+                "dataset: {_target_: megatron.bridge.training.config.GPTDatasetConfig, sequence_length: 4096}\n") ==
+        "(no error)");
+  // HFDatasetConfig (the SFT dumps') is not checked: its sequences are what the step trains on.
+  CHECK(message("model: {seq_length: 16384}\n"
+                "dataset: {_target_: megatron.bridge.data.builders.hf_dataset.HFDatasetConfig, seq_length: 4096}\n") ==
+        "(no error)");
+}

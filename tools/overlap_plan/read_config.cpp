@@ -460,6 +460,39 @@ class config_reader {
            field.find("pipeline_s") != std::string_view::npos;
   }
 
+  /// Where a micro-batch's sequence length is kept, in the order Bridge trains on them: its data
+  /// loader yields the dataset's sequences, packed to packed_sequence_size where the dataset
+  /// packs them (SFT; a size of 0 or less packs nothing); model.seq_length only bounds the
+  /// positions (Bridge asserts it equals the dataset's for its pretraining datasets).
+  std::vector<std::string> sequence_places() const {
+    std::vector<std::string> out;
+    constexpr const char* packed = "dataset.packed_sequence_specs.packed_sequence_size";
+    if (const json* v = given(tree_, packed); v && !(v->is_number() && v->get<double>() <= 0)) out.push_back(packed);
+    for (const char* p : {"dataset.seq_length", "dataset.sequence_length", "model.seq_length"}) out.push_back(p);
+    return out;
+  }
+  /// Bridge's own dataset configs, for which ConfigContainer.validate asserts that
+  /// model.seq_length equals the dataset's.
+  static constexpr std::string_view validated_datasets[] = {"GPTDatasetConfig", "GPTSFTDatasetConfig",
+                                                            "DirectHFSFTDatasetConfig", "EnergonDatasetConfig",
+                                                            "MockVLMSFTDatasetConfig"};
+  void check_sequence_lengths() {
+    const json* target = given(tree_, "dataset._target_");
+    const json* model = given(tree_, "model.seq_length");
+    if (!target || !target->is_string() || !model) return;
+    const std::string name = target->get<std::string>();
+    const std::string dataset = name.substr(name.rfind('.') + 1);
+    if (!in(dataset, validated_datasets)) return;
+    for (const char* p : {"dataset.seq_length", "dataset.sequence_length"})
+      if (const json* v = given(tree_, p); v && *v != *model)
+        bad(doc_, "model.seq_length",
+            "model.seq_length = " + shown(*model) + " disagrees with " + p + " = " + shown(*v) +
+                ", which Bridge refuses for a " + dataset + " (ConfigContainer.validate asserts they match): set both");
+  }
+  static constexpr const char* trained_sequence =
+      "Bridge trains on the dataset's sequences (packed to packed_sequence_size where it packs), "
+      "model.seq_length only bounds the positions";
+
   /// Workload: the model's sizes (Megatron's names) and the batch.
   void read_workload() {
     ov::schedule::workload& w = out_.workload;
@@ -468,11 +501,12 @@ class config_reader {
       if (field == "micro_batches") return;
       std::vector<std::string> paths{"model." + std::string(detail::bridge_name(field))};
       if (field == "micro_batch_size") paths = {"train.micro_batch_size"};
-      if (field == "seq_length") paths.push_back("dataset.seq_length");
+      if (field == "seq_length") paths = sequence_places();
       if (field == "vocab_size") paths.insert(paths.begin(), "model.padded_vocab_size");
-      const auto got = pick(field, places{paths});
+      const auto got = pick(field, places{paths, {}, field == "seq_length" ? trained_sequence : ""});
       if (!got) {
-        if (!optional_workload_field(field)) out_.missing_workload.push_back(paths.front());
+        if (!optional_workload_field(field))
+          out_.missing_workload.push_back(field == "seq_length" ? paths.back() : paths.front());
         return;
       }
       const auto& [path, v] = *got;
@@ -485,6 +519,7 @@ class config_reader {
         if (member < 0) bad(doc_, path, "a model size cannot be negative, got " + shown(v));
       }
     });
+    check_sequence_lengths();
     if (!s_.num_moe_experts) {
       w.moe_router_topk = 0;
       w.moe_ffn_hidden_size = 0;
