@@ -121,6 +121,12 @@ def overrides_of(row, tree):
         "train.micro_batch_size": row["mbs"],
         "model.seq_length": row["seq"],
         "ddp.use_megatron_fsdp": "true" if row["fsdp"] else "false",
+        # Every performance recipe of the three releases reduces gradients in bf16: Bridge's
+        # scripts/performance/configs/<model>/*_llm_pretrain.py set_*_common_configs set both to
+        # false (df0289c for 26.02, da5a1be for 25.11; cac49dc's YAML configs for 25.09), where
+        # some dumps keep mixed_precision's default true.
+        "mixed_precision.grad_reduce_in_fp32": "false",
+        "ddp.grad_reduce_in_fp32": "false",
     }
     for key in ("dataset.sequence_length", "dataset.seq_length", "dataset.packed_sequence_specs.packed_sequence_size"):
         if has_key(tree, key):
