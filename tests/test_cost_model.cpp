@@ -3,7 +3,10 @@
 // throughput, and split-K for a small m x n with a long k (TP ring-exchange chunks).
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <cstdint>
+#include <limits>
+#include <stdexcept>
 
 #include <overlap/sim/cost/analytic.hpp>
 #include <overlap/sim/machine/machine.hpp>
@@ -96,4 +99,29 @@ TEST_CASE("a training step's compute-bound time follows the sustained clock, mem
     CHECK(at_limit.compute_us(o, 132) == doctest::Approx(benchmark.compute_us(o, 132) * 1980.0 / 1575.0));
   }
   CHECK(at_limit.compute_us(norm, 132) == benchmark.compute_us(norm, 132));
+}
+
+TEST_CASE("compute_speed scales the analytic model's compute, not memory-bound kernels, and must be positive") {
+  const overlap::sim::machine base = analytic_h100();
+  overlap::sim::machine faster = base;
+  faster.compute_speed = 1.25;
+  const overlap::sim::analytic_cost_model one(base), quicker(faster);
+  sc::op experts = gemm(4096, 2048, 7168);
+  experts.key.type = sc::op_type::experts_fprop;
+  sc::op norm;
+  norm.kind = sc::op_kind::compute;
+  norm.key.type = sc::op_type::layernorm_fprop;
+  norm.memory_bytes = std::int64_t{1} << 30;
+  for (const sc::op& o : {gemm(8192, 8192, 8192), experts}) {
+    CAPTURE(sc::to_string(o.key.type));
+    CHECK(quicker.compute_us(o, 132) == doctest::Approx(one.compute_us(o, 132) / 1.25));
+    CHECK(quicker.compute_us(o, 66) == doctest::Approx(one.compute_us(o, 66) / 1.25));
+  }
+  CHECK(quicker.compute_us(norm, 132) == one.compute_us(norm, 132));
+  for (const double bad : {0.0, -1.0, std::numeric_limits<double>::infinity(), std::nan("")}) {
+    overlap::sim::machine m = base;
+    m.compute_speed = bad;
+    CHECK_THROWS_WITH_AS(overlap::sim::analytic_cost_model{m},
+                         doctest::Contains("compute_speed must be a positive number"), std::invalid_argument);
+  }
 }

@@ -93,6 +93,7 @@ struct cli {
   unsigned threads = 0;                   ///< tune: 0 for one per core
   std::optional<double> memory_limit_gb;  ///< simulate, tune: what a rank's step may take
   std::optional<int> placement;           ///< simulate, tune: GPUs of each NVLink domain the job fills
+  std::optional<double> compute_speed;    ///< simulate, tune: the analytic compute's rate, times the node's
 };
 
 /// How the default limit is found, from sim/analysis/memory.hpp's margin.
@@ -202,6 +203,10 @@ std::optional<cli> parse_args(int argc, char** argv) {
                     "schedulers place jobs, the largest power of two a domain holds: 8 of an HGX node, 64 of an "
                     "NVL72 rack)")
         ->check(CLI::Range(1, 1 << 20));
+    sub->add_option("--compute-speed", c.compute_speed,
+                    "compute kernels F times as fast as the node's model gives them (a what-if; memory-bound "
+                    "kernels and links keep their rates; not with --profile, whose times are measured)")
+        ->check(CLI::Range(0.01, 100.0));
   };
   std::vector<CLI::App*> subs;
   for (const command_text& x : commands) {
@@ -425,6 +430,13 @@ ov::sim::machine machine_of(const cli& args, const overlap_plan::bridge_config& 
       throw input_error(std::string("--") + e.what());  // "--placement: ..."
     }
   }
+  if (args.compute_speed) {
+    if (!args.profile.empty())
+      throw input_error(
+          "--compute-speed scales the node model's compute, and --profile gives it as measured: "
+          "give one of them");
+    m.compute_speed *= *args.compute_speed;
+  }
   if (!args.profile.empty())
     m = ov::sim::with_profile(std::move(m),
                               std::make_shared<const ov::sim::profile>(ov::sim::read_profile(args.profile)));
@@ -447,6 +459,11 @@ std::string machine_label(const cli& args, const ov::sim::machine& m) {
   std::string what = (args.machine.starts_with("h") ? "an " : "a ") + args.machine +
                      (domain > 8 ? " NVL" + std::to_string(domain) + " rack" : std::string(" node"));
   if (m.gpus_per_node < domain) what += " (the job on " + std::to_string(m.gpus_per_node) + " GPUs of each)";
+  if (args.compute_speed) {
+    char speed[64];
+    std::snprintf(speed, sizeof speed, ", compute %.3g times as fast (--compute-speed)", *args.compute_speed);
+    what += speed;
+  }
   if (args.profile.empty()) return what;
   return what + ", compute from " + args.profile + " (" + m.profile->gpu + ")";
 }

@@ -36,13 +36,17 @@ namespace overlap::sim {
 
 class analytic_cost_model final : public cost_model {
  public:
-  /// Throws std::invalid_argument when the machine's profile has problems (`profile.hpp`).
+  /// Throws std::invalid_argument when the machine's profile has problems (`profile.hpp`) or its
+  /// compute_speed is not a positive number.
   explicit analytic_cost_model(sim::machine m)
       : machine_(std::move(m)),
-        sustained_peak_(machine_.peak_flops_per_us * machine_.clock_ratio()),
+        sustained_peak_(machine_.peak_flops_per_us * machine_.clock_ratio() * machine_.compute_speed),
         tile_k_us_(2.0 * machine_.gemm_tile_m * machine_.gemm_tile_n /
                    (tensor_flops_per_us(machine_.gemm_efficiency) / machine_.sms)),
         memory_rate_(machine_.memory_bytes_per_us * machine_.memory_efficiency) {
+    if (!(machine_.compute_speed > 0 && std::isfinite(machine_.compute_speed)))
+      throw std::invalid_argument("machine " + machine_.name + ": compute_speed must be a positive number, got " +
+                                  std::to_string(machine_.compute_speed));
     if (machine_.profile)
       profiled_.emplace(machine_.profile, memory_rate_, machine_.sustained_load, machine_.attention_backend);
   }
@@ -291,7 +295,7 @@ class analytic_cost_model final : public cost_model {
   }
 
   sim::machine machine_;
-  double sustained_peak_;  ///< the tensor peak at the sustained clock
+  double sustained_peak_;  ///< the tensor peak at the sustained clock, times compute_speed
   // Asked for every GEMM, the same every time: worked out once.
   double tile_k_us_;    ///< one output tile's time per unit of k on one SM, at the GEMM efficiency
   double memory_rate_;  ///< the memory-bound kernels' bytes per microsecond

@@ -87,6 +87,12 @@ struct machine {
   /// links keep their own clocks. 0 in either: the benchmarks' clock throughout.
   double benchmark_clock_mhz = 0;
   double sustained_clock_mhz = 0;
+  /// The analytic model's compute rate over what the efficiencies and clocks above give: 1 where
+  /// they are measured; for a GPU without kernel or clock measurements, derived from published
+  /// steps (blackwell.hpp, bench/published/calibrate.py); or a what-if (overlap-plan
+  /// --compute-speed). Memory-bound kernels and links keep their own rates; a profile's measured
+  /// times stand as measured.
+  double compute_speed = 1;
   /// Measured kernel times; the cost model reads compute from them, and the efficiencies, tiles
   /// and clocks above only to stretch a time on fewer SMs (none: the analytic model throughout).
   std::shared_ptr<const sim::profile> profile{};
