@@ -159,10 +159,11 @@ def first_error(stderr):
     return lines[-1].strip() if lines else "no output"
 
 
-def run_row(tool, row):
+def run_row(tool, row, extra=()):
+    """Simulates `row`; `extra`: more options for overlap-plan simulate (calibrate.py's)."""
     dump = DUMPS / dump_of(row)
     tree = yaml.safe_load(dump.read_text())
-    args = [tool, "simulate", str(dump), "--json", "--world-size", str(row["gpus"]), "--gpu", row["gpu"]]
+    args = [tool, "simulate", str(dump), "--json", "--world-size", str(row["gpus"]), "--gpu", row["gpu"], *extra]
     args += overrides_of(row, tree)
     record = {k: row[k] for k in ("release", "gpu", "model", "gpus", "precision", "gbs", "mbs", "seq")}
     record["parallel"] = " ".join(f"{k}{row[k]}" for k in ("fsdp", "tp", "pp", "cp", "vp", "ep") if row[k])
@@ -204,6 +205,15 @@ def run_row(tool, row):
     return record
 
 
+def run_rows(tool, rows, jobs, extra=()):
+    with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
+        return list(pool.map(lambda r: run_row(tool, r, extra), rows))
+
+
+def all_rows():
+    return json.loads((HERE / "rows.json").read_text())["rows"]
+
+
 def summary(records):
     out = {}
     for release in sorted({r["release"] for r in records}, reverse=True):
@@ -225,10 +235,8 @@ def main():
     p.add_argument("--only", default="", help="a regex over 'release gpu model precision'")
     p.add_argument("--jobs", type=int, default=2)
     a = p.parse_args()
-    rows = json.loads((HERE / "rows.json").read_text())["rows"]
-    rows = [r for r in rows if re.search(a.only, f'{r["release"]} {r["gpu"]} {r["model"]} {r["precision"]}')]
-    with concurrent.futures.ThreadPoolExecutor(a.jobs) as pool:
-        records = list(pool.map(lambda r: run_row(a.tool, r), rows))
+    rows = [r for r in all_rows() if re.search(a.only, f'{r["release"]} {r["gpu"]} {r["model"]} {r["precision"]}')]
+    records = run_rows(a.tool, rows, a.jobs)
     json.dump({"bench": "published", "band": BAND, "records": records, "summary": summary(records)}, sys.stdout,
               indent=1)
     print()
