@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Simulates every published Megatron-Bridge pre-training run of rows.json with overlap-plan and
 prints one JSON object: per row the predicted and the published tokens/s/GPU, their ratio, the
-exposed communication per family and the peak memory against what a rank may take; then, per
-release, how many rows fall within x0.8-1.25 and the geometric mean of the ratios. 26.02 is what
-the model may be calibrated on; 25.11 and 25.09 are held out (never fitted to).
+exposed communication per family and the peak memory (and its components) against what a rank
+may take; then, per release, how many rows fall within x0.8-1.25 and the geometric mean of the
+ratios. 26.02 is what the model may be calibrated on (calibrate.py); 25.11 and 25.09 are held out
+(never fitted to).
 
 A row is turned into a simulation as ../shared/reference/published-throughput.md says: the dump
 of the same model (of the same GPU where one exists) with the row's parallel sizes, batch,
@@ -197,6 +198,8 @@ def run_row(tool, row, extra=()):
         step_ms_without_overlap=round(out["baseline"]["step_time_us"] / 1e3, 1),
         exposed_ms={f: round(v / 1e3, 1) for f, v in out["overlap"]["exposed_comm_us"].items()},
         peak_memory_gb=round(memory["overlap"]["peak_bytes"] / 1e9, 1),
+        memory_at_peak_gb={k.removesuffix("_bytes"): round(v / 1e9, 1)
+                           for k, v in memory["overlap"]["at_peak"].items()},
         memory_limit_gb=round(memory["limit_bytes"] / 1e9, 2),
         fits=memory["fits"],
     )
