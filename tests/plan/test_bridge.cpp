@@ -27,6 +27,16 @@ op::bridge_config read_text(const std::string& yaml, const op::read_options& opt
   return op::read_config(op::parse_text(yaml, "test.yaml", false), opt);
 }
 
+/// The input_error's message that reading `yaml` gives, or "(no error)".
+std::string message(const std::string& yaml) {
+  try {
+    read_text(yaml);
+  } catch (const op::input_error& e) {
+    return std::string(e.what());
+  }
+  return std::string("(no error)");
+}
+
 bool has_note(const op::bridge_config& c, const std::string& text) {
   for (const std::string& n : c.notes)
     if (n.find(text) != std::string::npos) return true;
@@ -147,14 +157,6 @@ TEST_CASE("unknown fields are ignored, Hydra _call_ objects skipped or named, un
 }
 
 TEST_CASE("bad input: one message with the place and the field") {
-  const auto message = [](const std::string& yaml) {
-    try {
-      read_text(yaml);
-    } catch (const op::input_error& e) {
-      return std::string(e.what());
-    }
-    return std::string("(no error)");
-  };
   CHECK(message("model:\n  tensor_model_parallel_size: \"four\"\n") ==
         "test.yaml:2:31: model.tensor_model_parallel_size: expected an integer, got \"four\"");
   CHECK(message("model:\n  moe_token_dispatcher_type: alltoal\n") ==
@@ -369,14 +371,6 @@ TEST_CASE("the optimizer's precision fields are read as Bridge dumps them, refus
                                     {.process_environment = false});
   CHECK(ov::schedule::adam_state_bytes(back.workload.optimizer, back.settings.precision) == 8);
 
-  const auto message = [](const std::string& yaml) {
-    try {
-      read_text(yaml);
-    } catch (const op::input_error& e) {
-      return std::string(e.what());
-    }
-    return std::string("(no error)");
-  };
   CHECK(message("optimizer: {exp_avg_dtype: torch.bfloat16}\n")
             .find("optimizer.exp_avg_dtype: exp_avg_dtype can only be fp32 without "
                   "optimizer.use_precision_aware_optimizer") != std::string::npos);
@@ -422,14 +416,6 @@ TEST_CASE("a packed SFT dump trains on its packed sequences, not on model.seq_le
 }
 
 TEST_CASE("Bridge's own datasets must agree with model.seq_length, as ConfigContainer.validate asserts") {
-  const auto message = [](const std::string& yaml) {
-    try {
-      read_text(yaml);
-    } catch (const op::input_error& e) {
-      return std::string(e.what());
-    }
-    return std::string("(no error)");
-  };
   CHECK(message("model: {seq_length: 8192}\n"
                 "dataset: {_target_: megatron.bridge.training.config.GPTDatasetConfig, seq_length: 4096}\n")
             .find("model.seq_length = 8192 disagrees with dataset.seq_length = 4096, which Bridge refuses for a "
