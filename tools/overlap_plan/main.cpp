@@ -487,7 +487,8 @@ json family_json(const ov::sim::per_family& v) {
 }
 
 /// `c` as upstream runs it, or nothing when a rule upstream enforces (or, with --strict, a warning)
-/// stops the run; says on stderr which, and what upstream changes.
+/// stops the run; says on stderr which, and what upstream changes. A config that asks for what
+/// is not modelled (bridge_config::not_modelled) is an input_error naming it.
 std::optional<overlap_plan::bridge_config> as_upstream_runs(const char* command, const cli& args,
                                                             const overlap_plan::document& doc,
                                                             const overlap_plan::bridge_config& c) {
@@ -507,7 +508,12 @@ std::optional<overlap_plan::bridge_config> as_upstream_runs(const char* command,
     std::cerr << "overlap-plan " << command << ": simulating " << args.config << " as upstream runs it:\n";
     say(severity::warning);
   }
-  for (const std::string& n : c.not_modelled) std::cerr << "overlap-plan " << command << ": warning: " << n << '\n';
+  // What shapes the run but is not modelled would be simulated as a different run: refused, each
+  // named (check still judges such a config, with a note).
+  if (!c.not_modelled.empty())
+    throw input_error(std::string(command) +
+                      " would simulate another run than the config's: " + join(c.not_modelled, "; ") +
+                      " (set it off with an override to simulate the run without it; check judges the rules as given)");
   overlap_plan::bridge_config out = c;
   out.settings = j.upstream.as_run;
   out.upstream.lenient.clear();  // the settings upstream runs read as themselves
@@ -602,7 +608,6 @@ json simulation_json(const cli& args, const overlap_plan::bridge_config& c, cons
               {"ranks", plan.overlap_classes.world()},
               {"classes", plan.overlap_step.size()},
               {"micro_batches", c.workload.micro_batches},
-              {"not_modelled", c.not_modelled},
               {"overlap",
                {{"step_time_us", plan.overlap.step_time_us},
                 {"exposed_comm_us", family_json(plan.overlap.exposed_comm_us)},
