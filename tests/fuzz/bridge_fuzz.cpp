@@ -8,6 +8,7 @@
 #include <string>
 
 #include <overlap/rules/validate.hpp>
+#include <overlap/schedule/optimizer_state.hpp>
 
 #include "bridge.hpp"
 
@@ -22,11 +23,23 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const overlap_plan::bridge_config c = overlap_plan::read_config(doc, {.process_environment = false});
     const overlap::report r = overlap::validate(c.settings);
     if (r.ok() != r.resolved.has_value()) std::abort();
-    // What was read writes back and reads again to the same settings.
+    // What was read writes back and reads again to the same settings, and to the same optimizer
+    // state.
     const overlap_plan::bridge_config back = overlap_plan::read_config(
         overlap_plan::parse_text(overlap_plan::to_yaml(overlap_plan::write_config(c.settings)), "fuzz-back", false),
         {.process_environment = false});
     if (!(back.settings == c.settings)) std::abort();
+    const auto state = [](const overlap_plan::bridge_config& x) {
+      return overlap::schedule::adam_state_bytes(x.workload.optimizer, x.settings.precision, x.settings.te_version);
+    };
+    // The optimizer's fields as write_config writes them, with the precision and TE version.
+    const overlap_plan::json written = overlap_plan::write_config(c.settings, &c.workload);
+    overlap_plan::json part = overlap_plan::json::object();
+    for (const char* section : {"optimizer", "model", "overlap_plan"})
+      if (written.contains(section)) part[section] = written[section];
+    const overlap_plan::bridge_config again = overlap_plan::read_config(
+        overlap_plan::parse_text(part.dump(), "fuzz-optimizer", true), {.process_environment = false});
+    if (state(again) != state(c)) std::abort();
   } catch (const overlap_plan::input_error& e) {
     if (std::string(e.what()).empty()) std::abort();
   }
