@@ -248,3 +248,21 @@ TEST_CASE("a generated step carries the connections its config resolved, and sim
   CHECK_THROWS_WITH_AS(ov::sim::simulate(step, h100, {.cuda_device_max_connections = -2}),
                        doctest::Contains("options::cuda_device_max_connections is -2"), std::invalid_argument);
 }
+
+TEST_CASE("layout_of gives the ranks compose_step lays its programs out on") {
+  ov::settings s;
+  s.tensor_model_parallel_size = 2;
+  s.pipeline_model_parallel_size = 2;
+  s.data_parallel_size = 4;
+  s.expert_model_parallel_size = 4;
+  const sc::layout dense = sc::layout_of(s);  // no experts: ep is 1
+  CHECK(dense.tp() == 2);
+  CHECK(dense.pp() == 2);
+  CHECK(dense.dp() == 4);
+  CHECK(dense.ep() == 1);
+  CHECK(dense.world() == 16);
+  s.num_moe_experts = 8;
+  CHECK(sc::layout_of(s).ep() == 4);
+  // A family left out runs as if its size were 1; without dp, as many ranks as the ep group needs.
+  CHECK(sc::layout_of(s, {.tp = false, .dp = false}).world() == 4 * 2);
+}

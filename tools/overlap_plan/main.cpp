@@ -541,12 +541,6 @@ json memory_json(const ov::sim::step_memory& m) {
           {"per_rank", per_rank}};
 }
 
-/// The ranks of the settings' run, in Megatron's order.
-ov::schedule::layout layout_of(const ov::settings& s) {
-  return {s.tensor_model_parallel_size, 1, s.data_parallel_size, s.pipeline_model_parallel_size,
-          s.num_moe_experts ? s.expert_model_parallel_size : 1};
-}
-
 /// What `simulate` found: the plan, the memory of its busiest rank, and the files it wrote.
 struct simulation {
   ov::plan::family_plan plan;
@@ -584,7 +578,7 @@ void write_step_files(const cli& args, const overlap_plan::bridge_config& c, sim
   ov::trace::write_chrome_trace_of(base, plan.baseline_step, plan.baseline, plan.baseline_classes, traced_baseline);
   std::ofstream svg(args.out + "/step.svg");
   // Rows named by the rank's class and its coordinates in the layout.
-  const ov::schedule::layout L = layout_of(c.settings);
+  const ov::schedule::layout L = ov::schedule::layout_of(c.settings);
   const std::vector<int> sizes = plan.overlap_classes.sizes();
   ov::trace::svg_options picture;
   picture.rank_name = [&](int rank) { return ov::trace::detail::rank_label(rank, &sizes) + " " + L.coordinates(rank); };
@@ -708,7 +702,7 @@ int run_simulate(const cli& args, const overlap_plan::bridge_config& c) {
   run.most = ov::sim::memory_of(run.plan.overlap_step, run.plan.overlap);
   run.most_off = ov::sim::memory_of(run.plan.baseline_step, run.plan.baseline);
   run.limit = memory_limit_of(args, cost.machine());
-  run.placement = ov::sim::placement_notes(layout_of(c.settings), cost.machine());
+  run.placement = ov::sim::placement_notes(ov::schedule::layout_of(c.settings), cost.machine());
   if (args.json_output)
     std::cout << simulation_json(args, c, cost, run).dump(2) << '\n';
   else

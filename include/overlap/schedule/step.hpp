@@ -247,6 +247,9 @@ inline family_sizes family_sizes_of(const settings& s, family_set on) {
   return n;
 }
 
+/// The ranks of a step of these family sizes, in Megatron's order.
+inline layout ranks_of(const family_sizes& n) { return layout(n.tp, 1, n.data, n.pp, n.ep); }
+
 /// What the settings ask for that the step does not model.
 inline void check_modelled(const settings& s, shape_problems& problems) {
   problems.need(!(s.fp8 && s.fp4), "fp8 and fp4 are both set: the step quantizes its GEMMs with one recipe; set one");
@@ -378,7 +381,7 @@ inline step_shape assemble_shape(const settings& s, const resolved_settings& r, 
   k.moe = n.experts > 0;
   k.chunks = n.chunks;
   k.recompute = recompute;
-  k.ranks = layout(n.tp, 1, n.data, n.pp, n.ep);
+  k.ranks = ranks_of(n);
   k.first.assign(1, 0);
   for (const int layers : split) k.first.push_back(k.first.back() + layers);
   k.micro_batches = w.micro_batches;
@@ -740,6 +743,12 @@ class rank_builder {
 };
 
 }  // namespace detail
+
+/// The ranks of the run the settings describe (the families of `on`), in Megatron's order: what
+/// compose_step lays its programs out on.
+inline layout layout_of(const settings& s, family_set on = {}) {
+  return detail::ranks_of(detail::family_sizes_of(s, on));
+}
 
 /// The programs of every rank of the layout `s` gives (valid settings: see `validate`), with the
 /// families in `on`. Throws std::invalid_argument naming every problem of the workload against
