@@ -63,9 +63,9 @@
 ///   steps by bench/published/calibrate.py (bench/published/calibration.json; the 25.11 and 25.09
 ///   rows are its held-out check): B200 0.989, B300 0.936, GB200 1.282, GB300 1.663, the median
 ///   row of each GPU on the published throughput. The B200's, close to 1, agrees with its kernel
-///   figures; the NVL72 parts' say their compute runs well above them (their 1,200 W and 1,400 W
-///   against the HGX parts' 1,000 W and 1,100 W keep clocks up), GB300's near the most the two
-///   unknowns allow (1.68: the boost clock throughout, GEMMs at 0.85 of peak).
+///   figures; the NVL72 parts' say their compute runs well above them (higher power limits than
+///   the HGX parts' would keep clocks up: a cause assumed, not measured), GB300's near the most
+///   the two unknowns allow (1.68: the boost clock throughout, GEMMs at 0.85 of peak).
 
 #include <string>
 #include <utility>
