@@ -569,16 +569,17 @@ class config_reader {
       notes_.push_back("optimizer.optimizer = " + shown(*v) + " is not modelled: its state is sized as Adam's");
       out_.not_modelled.push_back(notes_.back());
     }
-    std::optional<std::string> recipe;
+    std::string recipe;  // empty: none
     const json* mp = given(tree_, "mixed_precision");
     if (mp && mp->is_string())
       recipe = mp->get<std::string>().find("delayed") != std::string::npos ? "delayed" : "tensorwise";
-    else if (mp && mp->is_object())
-      recipe = mp->contains("fp8_recipe") ? given(*mp, "fp8_recipe") ? text_at("mixed_precision.fp8_recipe") : ""
-                                          : "tensorwise";
-    else if (given(tree_, "optimizer.fp8_recipe"))
+    else if (mp && mp->is_object() && !mp->contains("fp8_recipe"))
+      recipe = "tensorwise";  // MixedPrecisionConfig's default
+    else if (mp && mp->is_object() && given(*mp, "fp8_recipe"))
+      recipe = text_at("mixed_precision.fp8_recipe");
+    else if (!mp && given(tree_, "optimizer.fp8_recipe"))
       recipe = text_at("optimizer.fp8_recipe");
-    o.fp8_recipe_with_own_scales = recipe && !recipe->empty() && *recipe != "delayed";
+    o.fp8_recipe_with_own_scales = !recipe.empty() && recipe != "delayed";
   }
 
   /// The string at `path`, refused when it is something else.
