@@ -69,7 +69,7 @@ def calibrate(tool, gpu, jobs):
         if x1 == x0:  # at a bound
             break
     factor = math.exp(x0)
-    out.update(factor=round(factor, 3), median_log_ratio=round(g0, 4), at_bound=factor in BOUNDS,
+    out.update(factor=round(factor, 3), median_log_ratio=round(g0, 4), at_bound=any(abs(x0 - math.log(b)) < 1e-9 for b in BOUNDS),
                beyond_physical=factor > PHYSICAL_MOST, ratios=ratios, steps=steps)
     return out
 
