@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <limits>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -132,19 +133,34 @@ inline ov::version to_version(const document& doc, const std::string& path, cons
   return out;
 }
 
-/// A torch dtype's size in bytes: as Bridge dumps one ({_call_: false, _target_: torch.bfloat16})
-/// or as its name ("torch.bfloat16", "bfloat16"); the dtypes Megatron-Core's optimizer takes.
+/// The torch dtypes Megatron-Core's optimizer takes, by name (after "torch.") and size in bytes;
+/// the first of a size is the one written (write_config).
+struct torch_dtype {
+  std::string_view name;
+  int bytes;
+};
+inline constexpr torch_dtype torch_dtypes[] = {{"float32", 4}, {"bfloat16", 2}, {"float16", 2},
+                                               {"uint8", 1},   {"float", 4},    {"half", 2}};
+
+/// A torch dtype's size in bytes: as Bridge dumps one ({_call_: false, _target_: torch.bfloat16},
+/// which the tree reads as its name) or as its name ("torch.bfloat16", "bfloat16").
 inline int to_dtype_bytes(const document& doc, const std::string& path, const json& v) {
   const json* name = v.is_object() ? given(v, "_target_") : &v;
-  constexpr const char* allowed = "torch.float32, torch.float16, torch.bfloat16, torch.uint8";
-  if (!name || !name->is_string())
-    bad(doc, path, std::string("expected a torch dtype (") + allowed + "), got " + shown(v));
-  std::string text = name->get<std::string>();
-  if (text.starts_with("torch.")) text = text.substr(6);
-  if (text == "float32" || text == "float") return 4;
-  if (text == "float16" || text == "half" || text == "bfloat16") return 2;
-  if (text == "uint8") return 1;
+  std::string allowed;
+  for (const torch_dtype& d : torch_dtypes) (allowed += allowed.empty() ? "torch." : ", torch.") += d.name;
+  if (!name || !name->is_string()) bad(doc, path, "expected a torch dtype (" + allowed + "), got " + shown(v));
+  std::string_view text = name->get_ref<const std::string&>();
+  if (text.starts_with("torch.")) text.remove_prefix(6);
+  for (const torch_dtype& d : torch_dtypes)
+    if (d.name == text) return d.bytes;
   bad(doc, path, "unknown torch dtype " + shown(*name) + "; expected one of " + allowed);
+}
+
+/// The name write_config gives a dtype of `bytes`.
+inline std::string torch_dtype_name(int bytes) {
+  for (const torch_dtype& d : torch_dtypes)
+    if (d.bytes == bytes) return "torch." + std::string(d.name);
+  throw std::invalid_argument("no torch dtype of " + std::to_string(bytes) + " bytes");
 }
 
 /// Sets `path` (dotted) in `tree`, making the sections it needs.

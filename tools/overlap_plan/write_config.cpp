@@ -13,15 +13,16 @@ namespace {
 void write_optimizer(json& tree, const ov::schedule::optimizer_precision& o) {
   using detail::put;
   const ov::schedule::optimizer_precision defaults;
-  const auto dtype = [](int bytes) {
-    return bytes == 4 ? "torch.float32" : bytes == 2 ? "torch.bfloat16" : "torch.uint8";
-  };
-  if (o.use_precision_aware_optimizer) put(tree, "optimizer.use_precision_aware_optimizer", true);
+  if (o.use_precision_aware_optimizer != defaults.use_precision_aware_optimizer)
+    put(tree, "optimizer.use_precision_aware_optimizer", o.use_precision_aware_optimizer);
   if (o.store_param_remainders != defaults.store_param_remainders)
     put(tree, "optimizer.store_param_remainders", o.store_param_remainders);
-  if (o.main_params_bytes != 4) put(tree, "optimizer.main_params_dtype", dtype(o.main_params_bytes));
-  if (o.exp_avg_bytes != 4) put(tree, "optimizer.exp_avg_dtype", dtype(o.exp_avg_bytes));
-  if (o.exp_avg_sq_bytes != 4) put(tree, "optimizer.exp_avg_sq_dtype", dtype(o.exp_avg_sq_bytes));
+  const auto dtype = [&](const char* path, int bytes, int default_bytes) {
+    if (bytes != default_bytes) put(tree, path, detail::torch_dtype_name(bytes));
+  };
+  dtype("optimizer.main_params_dtype", o.main_params_bytes, defaults.main_params_bytes);
+  dtype("optimizer.exp_avg_dtype", o.exp_avg_bytes, defaults.exp_avg_bytes);
+  dtype("optimizer.exp_avg_sq_dtype", o.exp_avg_sq_bytes, defaults.exp_avg_sq_bytes);
   if (o.fp8_recipe_with_own_scales) put(tree, "optimizer.fp8_recipe", "tensorwise");
 }
 
