@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
+#include <iterator>
 #include <limits>
 #include <optional>
 #include <string>
@@ -468,9 +469,13 @@ class config_reader {
     std::vector<std::string> out;
     constexpr const char* packed = "dataset.packed_sequence_specs.packed_sequence_size";
     if (const json* v = given(tree_, packed); v && !(v->is_number() && v->get<double>() <= 0)) out.push_back(packed);
-    for (const char* p : {"dataset.seq_length", "dataset.sequence_length", "model.seq_length"}) out.push_back(p);
+    out.insert(out.end(), std::begin(dataset_sequence), std::end(dataset_sequence));
+    out.push_back("model.seq_length");
     return out;
   }
+  /// Where a dataset config keeps its sequence length (GPTDatasetConfig's sequence_length is an
+  /// alias of seq_length).
+  static constexpr const char* dataset_sequence[] = {"dataset.seq_length", "dataset.sequence_length"};
   /// Bridge's own dataset configs, for which ConfigContainer.validate asserts that
   /// model.seq_length equals the dataset's.
   static constexpr std::string_view validated_datasets[] = {"GPTDatasetConfig", "GPTSFTDatasetConfig",
@@ -483,7 +488,7 @@ class config_reader {
     const std::string name = target->get<std::string>();
     const std::string dataset = name.substr(name.rfind('.') + 1);
     if (!in(dataset, validated_datasets)) return;
-    for (const char* p : {"dataset.seq_length", "dataset.sequence_length"})
+    for (const char* p : dataset_sequence)
       if (const json* v = given(tree_, p); v && *v != *model)
         bad(doc_, "model.seq_length",
             "model.seq_length = " + shown(*model) + " disagrees with " + p + " = " + shown(*v) +
@@ -534,10 +539,7 @@ class config_reader {
   }
 
   /// The optimizer's precision fields (workload.optimizer, optimizer_state.hpp), refused where
-  /// Megatron-Core's OptimizerConfig refuses them. The fp8 recipe the optimizer is told of is
-  /// mixed_precision's, which Bridge copies over optimizer.fp8_recipe whether or not fp8 is on:
-  /// a mapping's fp8_recipe (MixedPrecisionConfig's default "tensorwise" where it has none), a
-  /// recipe name's ("delayed" in the delayed-scaling recipes' names, else one with own scales).
+  /// Megatron-Core's OptimizerConfig refuses them, and the fp8 recipe it is told of.
   void read_optimizer() {
     ov::schedule::optimizer_precision& o = out_.workload.optimizer;
     const auto flag_at = [&](const char* path, bool& member) {
@@ -545,18 +547,19 @@ class config_reader {
     };
     flag_at("optimizer.use_precision_aware_optimizer", o.use_precision_aware_optimizer);
     flag_at("optimizer.store_param_remainders", o.store_param_remainders);
-    const std::pair<const char*, int*> dtypes[] = {{"optimizer.main_params_dtype", &o.main_params_bytes},
-                                                   {"optimizer.exp_avg_dtype", &o.exp_avg_bytes},
-                                                   {"optimizer.exp_avg_sq_dtype", &o.exp_avg_sq_bytes},
-                                                   {"optimizer.main_grads_dtype", nullptr}};
-    for (const auto& [path, member] : dtypes) {
+    const std::pair<const char*, int*> dtypes[] = {{"main_params_dtype", &o.main_params_bytes},
+                                                   {"exp_avg_dtype", &o.exp_avg_bytes},
+                                                   {"exp_avg_sq_dtype", &o.exp_avg_sq_bytes},
+                                                   {"main_grads_dtype", nullptr}};
+    for (const auto& [field, member] : dtypes) {
+      const std::string path = std::string("optimizer.") + field;
       const json* v = given(tree_, path);
       if (!v) continue;
       const int bytes = to_dtype_bytes(doc_, path, *v);
       if (member) *member = bytes;
       if (!o.use_precision_aware_optimizer && bytes != 4)
         bad(doc_, path,
-            std::string(path).substr(10) +
+            std::string(field) +
                 " can only be fp32 without optimizer.use_precision_aware_optimizer (Megatron-Core's "
                 "OptimizerConfig asserts it)");
     }
@@ -566,9 +569,18 @@ class config_reader {
             "use_precision_aware_optimizer is only supported with adam (Megatron-Core's OptimizerConfig asserts "
             "it), got " +
                 shown(*v));
-      notes_.push_back("optimizer.optimizer = " + shown(*v) + " is not modelled: its state is sized as Adam's");
+      notes_.push_back("optimizer.optimizer = " + shown(*v) + " is not modelled: only Adam's state and step are");
       out_.not_modelled.push_back(notes_.back());
     }
+    o.fp8_recipe_with_own_scales = optimizer_recipe_has_own_scales();
+  }
+
+  /// Whether the fp8 recipe the optimizer is told of scales outside its kernel (not none, not
+  /// delayed). It is mixed_precision's, which Bridge copies over optimizer.fp8_recipe whether or
+  /// not fp8 is on: a mapping's fp8_recipe (MixedPrecisionConfig's default "tensorwise" where it
+  /// has none), a recipe name's ("delayed" in the delayed-scaling recipes' names, else one with
+  /// its own scales); without mixed_precision, optimizer.fp8_recipe.
+  bool optimizer_recipe_has_own_scales() {
     std::string recipe;  // empty: none
     const json* mp = given(tree_, "mixed_precision");
     if (mp && mp->is_string())
@@ -579,7 +591,7 @@ class config_reader {
       recipe = text_at("mixed_precision.fp8_recipe");
     else if (!mp && given(tree_, "optimizer.fp8_recipe"))
       recipe = text_at("optimizer.fp8_recipe");
-    o.fp8_recipe_with_own_scales = !recipe.empty() && recipe != "delayed";
+    return !recipe.empty() && recipe != "delayed";
   }
 
   /// The string at `path`, refused when it is something else.
