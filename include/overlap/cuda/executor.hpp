@@ -345,108 +345,133 @@ class basic_executor {
     return "EXEC-PROGRAM";
   }
 
-  void preflight() {
-    std::vector<std::string> problems;
+  /// What preflight finds: each problem with its op (-1: the program's), the first op named.
+  struct preflight_problems {
+    std::vector<std::string> lines;
     int first_op = -1;
-    const auto problem = [&](int op, std::string text) {
-      if (first_op < 0 && op >= 0) first_op = op;
-      problems.push_back(where(op) + ": " + std::move(text));
-    };
+  };
+  void add(preflight_problems& found, int op, std::string text) const {
+    if (found.first_op < 0 && op >= 0) found.first_op = op;
+    found.lines.push_back(where(op) + ": " + std::move(text));
+  }
+
+  /// Every problem of the program and of what the trainer supplied for it, in one
+  /// preflight_error, before anything is launched.
+  void preflight() {
+    preflight_problems found;
+    check_streams(found);
+    const std::vector<bool> readable = readable_ops(found);
+    check_ops(readable, found);
+    if (found.lines.empty()) return;
+    std::string message = "[EXEC-PREFLIGHT] rank " + std::to_string(program_.rank) + ": " +
+                          std::to_string(found.lines.size()) + (found.lines.size() == 1 ? " problem" : " problems") +
+                          " before launch, nothing was launched:";
+    for (const std::string& line : found.lines) message += "\n  " + line;
+    throw preflight_error(message, program_.rank, found.first_op);
+  }
+
+  /// The program has streams, and as many were lent as it has (or none).
+  void check_streams(preflight_problems& found) const {
     const std::size_t num_streams = program_.streams.size();
     if (num_streams == 0)
-      problem(-1, "[EXEC-STREAM] the program has no streams; generate it with a schedule generator");
+      add(found, -1, "[EXEC-STREAM] the program has no streams; generate it with a schedule generator");
     if (!resources_.streams.empty() && resources_.streams.size() != num_streams)
-      problem(-1, "[EXEC-STREAM] " + std::to_string(resources_.streams.size()) +
-                      " streams were lent for a program with " + std::to_string(num_streams) +
-                      "; lend one per program stream, in order, or none");
+      add(found, -1,
+          "[EXEC-STREAM] " + std::to_string(resources_.streams.size()) + " streams were lent for a program with " +
+              std::to_string(num_streams) + "; lend one per program stream, in order, or none");
+  }
 
-    // The program itself, read as every backend reads it; what the trainer supplied is checked
-    // only for the ops that can be read.
+  /// The program itself, read as every backend reads it: which ops can be read. What the trainer
+  /// supplied is checked only for those.
+  std::vector<bool> readable_ops(preflight_problems& found) const {
     std::vector<bool> readable(program_.ops.size(), true);
     for (const schedule::structure_problem& p : schedule::structure_problems(program_)) {
-      problem(p.op, std::string("[") + id_of(p.rule) + "] " + p.text + "; fix the program");
+      add(found, p.op, std::string("[") + id_of(p.rule) + "] " + p.text + "; fix the program");
       if (p.op >= 0) readable[static_cast<std::size_t>(p.op)] = false;
     }
+    return readable;
+  }
 
-    // Communicators: supplied, of the program's size, with this rank where the program puts it.
-    shapes_.assign(program_.comms.size(), {});
-    std::vector<bool> comm_checked(program_.comms.size(), false);
-    const auto check_comm = [&](int op, int index) {
-      if (comm_checked[static_cast<std::size_t>(index)]) return;
-      comm_checked[static_cast<std::size_t>(index)] = true;
-      const schedule::communicator& c = program_.comms[static_cast<std::size_t>(index)];
-      const auto found = resources_.comms.find(c.name);
-      if (found == resources_.comms.end()) {
-        problem(op, "[EXEC-COMM] no communicator '" + c.name +
-                        "' was supplied; add the NCCL "
-                        "communicator of ranks " +
-                        rank_list(c.ranks) + " to resources.comms[\"" + c.name + "\"]");
-        return;
-      }
-      int count = -1, user_rank = -1;
-      const auto count_status = Api::comm_count(found->second, &count);
-      const auto rank_status = Api::comm_user_rank(found->second, &user_rank);
-      if (!(count_status == Api::nccl_success) || !(rank_status == Api::nccl_success)) {
-        const auto bad = count_status == Api::nccl_success ? rank_status : count_status;
-        problem(op, "[EXEC-COMM] querying communicator '" + c.name + "' failed: " + Api::nccl_error_name(bad) + ": " +
-                        Api::nccl_error_string(bad));
-        return;
-      }
-      const int expected_position = schedule::member_index(c, program_.rank);
-      if (count != static_cast<int>(c.ranks.size()) || user_rank != expected_position) {
-        problem(op, "[EXEC-COMM] communicator '" + c.name + "' has " + std::to_string(count) +
-                        " ranks and this process is its rank " + std::to_string(user_rank) +
-                        ", but the program needs " + std::to_string(c.ranks.size()) + " ranks (" + rank_list(c.ranks) +
-                        ") with global rank " + std::to_string(program_.rank) + " at position " +
-                        std::to_string(expected_position) + "; supply the matching communicator");
-        return;
-      }
-      shapes_[static_cast<std::size_t>(index)] = {count, user_rank};
-      used_comms_.emplace_back(c.name, found->second);
-    };
-
-    // Kernels: one problem per missing type, at its first op.
+  /// Per readable op: a kernel for its type (one problem per missing type, at its first op); for
+  /// communication, its communicator and buffers.
+  void check_ops(const std::vector<bool>& readable, preflight_problems& found) {
     std::array<int, schedule::op_type_count> ops_of_type{};
     for (std::size_t i = 0; i < program_.ops.size(); ++i)
       if (readable[i] && program_.ops[i].kind == schedule::op_kind::compute)
         ++ops_of_type[static_cast<std::size_t>(program_.ops[i].key.type)];
     std::array<bool, schedule::op_type_count> kernel_reported{};
+    std::vector<bool> comm_checked(program_.comms.size(), false);
     bool provider_reported = false;
+    shapes_.assign(program_.comms.size(), {});
     buffers_.assign(program_.ops.size(), {});
+    const auto problem = [&](int op, std::string text) { add(found, op, std::move(text)); };
     for (int i = 0; i < static_cast<int>(program_.ops.size()); ++i) {
       const schedule::op& o = program_.ops[static_cast<std::size_t>(i)];
       if (!readable[static_cast<std::size_t>(i)]) continue;
       const auto type = static_cast<std::size_t>(o.key.type);
       if (o.kind == schedule::op_kind::compute && !resources_.kernels.contains(o.key.type) &&
-          !std::exchange(kernel_reported[type], true)) {
-        const std::string name(schedule::to_string(o.key.type));
-        problem(i, "[EXEC-KERNEL] no kernel for op type '" + name + "' (" + std::to_string(ops_of_type[type]) +
-                       (ops_of_type[type] == 1 ? " op" : " ops") + ", the first '" + schedule::display_name(o) +
-                       "'); add cuda::on<op_type::" + name +
-                       ">(...) to kernels_for, or set "
-                       "resources.kernels[op_type::" +
-                       name + "]");
-      }
+          !std::exchange(kernel_reported[type], true))
+        add(found, i, missing_kernel(o, ops_of_type[type]));
       if (!schedule::is_communication(o.kind) || resources_.comm_overrides.contains(o.key.type)) continue;
-      check_comm(i, o.comm);
+      if (auto checked = comm_checked[static_cast<std::size_t>(o.comm)]; !checked) {
+        checked = true;
+        check_comm(i, o.comm, found);
+      }
       if (shapes_[static_cast<std::size_t>(o.comm)].size == 0) continue;
       if (!resources_.buffers) {
         if (!std::exchange(provider_reported, true))
-          problem(i,
-                  "[EXEC-BUFFER] no buffer provider was supplied; set resources.buffers to a callable "
-                  "returning each communication op's buffer (buffer(const schedule::op&))");
+          add(found, i,
+              "[EXEC-BUFFER] no buffer provider was supplied; set resources.buffers to a callable "
+              "returning each communication op's buffer (buffer(const schedule::op&))");
         continue;
       }
       buffers_[static_cast<std::size_t>(i)] = resources_.buffers(o);
       check_buffer(i, o, buffers_[static_cast<std::size_t>(i)], problem);
     }
-    if (!problems.empty()) {
-      std::string message = "[EXEC-PREFLIGHT] rank " + std::to_string(program_.rank) + ": " +
-                            std::to_string(problems.size()) + (problems.size() == 1 ? " problem" : " problems") +
-                            " before launch, nothing was launched:";
-      for (const std::string& p : problems) message += "\n  " + p;
-      throw preflight_error(message, program_.rank, first_op);
+  }
+
+  /// The problem of compute op `o`'s type having no kernel (`count` ops of that type).
+  static std::string missing_kernel(const schedule::op& o, int count) {
+    const std::string name(schedule::to_string(o.key.type));
+    return "[EXEC-KERNEL] no kernel for op type '" + name + "' (" + std::to_string(count) +
+           (count == 1 ? " op" : " ops") + ", the first '" + schedule::display_name(o) +
+           "'); add cuda::on<op_type::" + name + ">(...) to kernels_for, or set resources.kernels[op_type::" + name +
+           "]";
+  }
+
+  /// Communicator `index` (first used by op `op`): supplied, of the program's size, with this
+  /// rank where the program puts it; then its shape is known and it is in use.
+  void check_comm(int op, int index, preflight_problems& found) {
+    const schedule::communicator& c = program_.comms[static_cast<std::size_t>(index)];
+    const auto supplied = resources_.comms.find(c.name);
+    if (supplied == resources_.comms.end()) {
+      add(found, op,
+          "[EXEC-COMM] no communicator '" + c.name + "' was supplied; add the NCCL communicator of ranks " +
+              rank_list(c.ranks) + " to resources.comms[\"" + c.name + "\"]");
+      return;
     }
+    int count = -1, user_rank = -1;
+    const auto count_status = Api::comm_count(supplied->second, &count);
+    const auto rank_status = Api::comm_user_rank(supplied->second, &user_rank);
+    if (!(count_status == Api::nccl_success) || !(rank_status == Api::nccl_success)) {
+      const auto bad = count_status == Api::nccl_success ? rank_status : count_status;
+      add(found, op,
+          "[EXEC-COMM] querying communicator '" + c.name + "' failed: " + Api::nccl_error_name(bad) + ": " +
+              Api::nccl_error_string(bad));
+      return;
+    }
+    const int expected_position = schedule::member_index(c, program_.rank);
+    if (count != static_cast<int>(c.ranks.size()) || user_rank != expected_position) {
+      add(found, op,
+          "[EXEC-COMM] communicator '" + c.name + "' has " + std::to_string(count) +
+              " ranks and this process is its rank " + std::to_string(user_rank) + ", but the program needs " +
+              std::to_string(c.ranks.size()) + " ranks (" + rank_list(c.ranks) + ") with global rank " +
+              std::to_string(program_.rank) + " at position " + std::to_string(expected_position) +
+              "; supply the matching communicator");
+      return;
+    }
+    shapes_[static_cast<std::size_t>(index)] = {count, user_rank};
+    used_comms_.emplace_back(c.name, supplied->second);
   }
 
   template <class Problem>
