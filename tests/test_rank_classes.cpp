@@ -83,6 +83,8 @@ TEST_CASE("MoE and pipeline layouts, and placements that break symmetry, simulat
       {"dense tp1 pp4 dp3: stages straddle nodes", 1, 4, 1, 3, 0, 8, true},
       {"dense tp2 pp2 dp4 on 6-GPU nodes", 2, 2, 1, 4, 0, 6, true},
       {"moe tp1 pp2 vpp2 dp6 ep2 on 4-GPU nodes", 1, 2, 2, 6, 2, 4, true},
+      {"dense tp4 pp2 dp2, overlap (rings of four)", 4, 2, 1, 2, 0, 8, true},
+      {"dense tp4 pp2 dp2 on 2-GPU nodes: tp groups leave the node", 4, 2, 1, 2, 0, 2, true},
   };
   std::vector<class_comparison> out(cases.size());
   ov::plan::parallel_for(cases.size(), [&](std::size_t i) {
@@ -100,12 +102,16 @@ TEST_CASE("MoE and pipeline layouts, and placements that break symmetry, simulat
     CHECK(out[i].representatives < out[i].world);
     MESSAGE(name << ": " << out[i].representatives << " representatives for " << out[i].world << " ranks");
   }
-  // A regular layout: one representative per tp position and stage (data-parallel replica 0).
-  CHECK(out[0].representatives == 2 * 4);
+  // A regular layout: one representative per stage (tp position 0 of data-parallel replica 0),
+  // TP overlap's rings included: a tp group inside a node is one program turned.
+  CHECK(out[0].representatives == 4);
   CHECK(out[1].representatives == 2);
-  // Where placement differs within a stage, the stage has more than one class.
+  CHECK(out[6].representatives == 2);
+  // Where placement differs within a stage, the stage has more than one class; so do tp positions
+  // whose group leaves the node.
   CHECK(out[3].representatives > 4);
-  CHECK(out[4].representatives > 2 * 2);
+  CHECK(out[4].representatives > 2);
+  CHECK(out[7].representatives == 4 * 2);
 }
 
 TEST_CASE("a class map whose representatives do not share their rendezvous is rejected") {
@@ -116,8 +122,8 @@ TEST_CASE("a class map whose representatives do not share their rendezvous is re
   const sc::workload w = workload_of(c);
   const auto cost = cost_of(8);
   const sc::rank_classes good = sc::symmetric_classes(s, r, w, 8);
-  CHECK(good.representatives() == std::vector<int>{0, 1, 4, 5});
-  CHECK(good.sizes()[0] == 2);
+  CHECK(good.representatives() == std::vector<int>{0, 4});
+  CHECK(good.sizes()[0] == 4);
   CHECK_NOTHROW(ov::sim::simulate(sc::compose_step(s, r, w, good), cost, good));
 
   // Rank 1 (tp 1 of replica 0) stood for by rank 3 (tp 1 of replica 1): rank 0's tp group
@@ -131,7 +137,7 @@ TEST_CASE("a class map whose representatives do not share their rendezvous is re
                        doctest::Contains("the programs cannot stand for the step of their class map"),
                        std::invalid_argument);
 
-  // Rank 5's program missing: rank 1 sends to it (its pipeline neighbour).
+  // Rank 4's program missing: rank 0 sends to it (its pipeline neighbour).
   std::vector<sc::program> no_neighbour = sc::compose_step(s, r, w, good);
   no_neighbour.pop_back();
   CHECK(sc::class_problems(no_neighbour, good).find("needs both sides present") != std::string::npos);
@@ -144,12 +150,12 @@ TEST_CASE("a class map whose representatives do not share their rendezvous is re
 }
 
 TEST_CASE("the verifier checks a class step on its representatives, with the full step's findings") {
-  const layout_case c{"", 2, 2, 1, 2, 0, 8, true};  // reps 0, 1 (stage 0) and 4, 5 (stage 1)
+  const layout_case c{"", 2, 2, 1, 2, 0, 8, true};  // reps 0 (stage 0) and 4 (stage 1)
   const ov::settings s = settings_of(c);
   const ov::resolved_settings r = ov::derive(s);
   const sc::workload w = workload_of(c);
   const sc::class_step step = sc::compose_class_step(s, r, w, 8);
-  REQUIRE(step.classes.representatives() == std::vector<int>{0, 1, 4, 5});
+  REQUIRE(step.classes.representatives() == std::vector<int>{0, 4});
   // Absent members by design are no finding; the same programs as a full step are short of them.
   CHECK(ov::verify::verify(step.representatives, step.classes).empty());
   CHECK_FALSE(ov::verify::verify(step.representatives).empty());
@@ -181,19 +187,33 @@ TEST_CASE("the verifier checks a class step on its representatives, with the ful
     REQUIRE_FALSE(full_found.empty());
     CHECK(full_found.front().reason == found.front().reason);
   }
-  {  // Present members (tp group {0, 1}) disagree on a collective: a hang, as in the full step.
+  {  // Present members (pipeline neighbours 0 and 4) disagree on a message's size, as in the full
+     // step.
     std::vector<sc::program> reps = step.representatives;
     sc::program& p = reps[1];
     const std::size_t i = first_of(p, [&](const sc::op& o) {
-      return o.kind == sc::op_kind::collective &&
-             p.comms[static_cast<std::size_t>(o.comm)].ranks == std::vector<int>{0, 1};
+      return o.kind == sc::op_kind::recv && p.comms[static_cast<std::size_t>(o.comm)].name.starts_with("pp");
     });
     REQUIRE(i < p.ops.size());
     p.ops[i].bytes += 2;
     const auto found = ov::verify::verify(reps, step.classes);
     REQUIRE_FALSE(found.empty());
-    CHECK(found.front().rank == 1);
-    CHECK(found.front().reason.find("ranks issue") != std::string::npos);
+    CHECK(found.front().rank == 0);
+    CHECK(found.front().reason.find("meets a recv of") != std::string::npos);
+  }
+  {  // A ring peer of the rank's own class (tp group {0, 1}) is the rank turned: a recv that
+     // disagrees with its own send is a hang, as the full step's rank 1 would see it.
+    std::vector<sc::program> reps = step.representatives;
+    sc::program& p = reps[0];
+    const std::size_t i = first_of(p, [&](const sc::op& o) {
+      return o.kind == sc::op_kind::recv && p.comms[static_cast<std::size_t>(o.comm)].name.starts_with("tp");
+    });
+    REQUIRE(i < p.ops.size());
+    p.ops[i].bytes += 2;
+    const auto found = ov::verify::verify(reps, step.classes);
+    REQUIRE_FALSE(found.empty());
+    CHECK(found.front().rank == 0);
+    CHECK(found.front().reason.find("meets a recv of") != std::string::npos);
   }
   {  // The map broken: one finding for the step, described as such.
     sc::rank_classes bad = step.classes;
@@ -257,9 +277,9 @@ TEST_CASE("the classes of the largest layout (131,072 ranks) are found in linear
   const sc::rank_classes c = sc::symmetric_classes(s, ov::derive(s), workload_of({"", 2, 2, 1, 32768, 0, 8, true}), 8);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   CHECK(c.world() == 131072);
-  CHECK(c.representatives().size() == 4);  // tp position x stage
+  CHECK(c.representatives().size() == 2);  // a stage each: its tp group is inside a node
   CHECK(seconds < 10);
-  // The same classes as the same layout at a size the old refinement handled: one per tp
-  // position and stage, represented by data-parallel replica 0.
-  for (const int rep : c.representatives()) CHECK(rep % (2 * 32768) < 2);
+  // The same classes as the same layout at a size the old refinement handled: one per stage,
+  // represented by tp position 0 of data-parallel replica 0.
+  for (const int rep : c.representatives()) CHECK(rep % (2 * 32768) == 0);
 }

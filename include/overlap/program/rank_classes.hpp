@@ -1,20 +1,23 @@
 #pragma once
 /// @file
-/// Symmetric ranks: ranks whose programs are identical up to renaming of ranks (the same tp
-/// position and pipeline stage in different data-parallel replicas, the same place in different
-/// expert groups) run identically, so a step can be generated and simulated for one
-/// representative per class. `schedule::symmetric_classes` (schedule/classes.hpp) finds them from
+/// Symmetric ranks: ranks whose programs are identical up to renaming of ranks (the same pipeline
+/// stage in different data-parallel replicas, the tp positions of a group turned along it, the
+/// same place in different expert groups) run identically, so a step can be generated and
+/// simulated for one representative per class. `schedule::symmetric_classes` (schedule/classes.hpp) finds them from
 /// the layout; this header holds the map and the two checks the rest relies on:
 ///
 /// - `class_problems`: a subset of a step's programs stands for the whole step. Every rendezvous
 ///   of a present program must have, for each absent member, that member's representative among
-///   its present members (a collective over members of one class needs no other member); then the
-///   rendezvous starts when its present members have launched, as in the full step, where each
-///   absent member launches when its representative does.
+///   its present members (a collective over members of one class needs no other member), and each
+///   absent send/recv peer must be of the sender's own class (its recv is the sender's own recv
+///   from the peer as far behind: the program turned); then the rendezvous starts when its present
+///   members have launched, as in the full step, where each absent member launches when its
+///   representative does.
 /// - `asymmetries`: on the full step, each rank's program is its representative's up to renaming
-///   (same streams, ops, keys, sizes, buffers and events; communicators of the same size whose
-///   members have the same representatives in the same order; the same off-node peer counts), so
-///   the classes are sound. Tests run it on generated steps; the simulator trusts the map.
+///   (same streams, ops, keys, sizes, buffers and events; send/recv peers at the same offset from
+///   the rank's own place in their communicator; communicators of the same size whose members
+///   have the same representatives in the same order; the same off-node peer counts), so the
+///   classes are sound. Tests run it on generated steps; the simulator trusts the map.
 
 #include <algorithm>
 #include <cstddef>
@@ -95,10 +98,14 @@ inline std::string class_problems(const std::vector<program>& present, const ran
     }
     std::sort(peers.begin(), peers.end());
     peers.erase(std::unique(peers.begin(), peers.end()), peers.end());
+    // An absent peer of the rank's own class is the rank itself turned (a TP ring: the
+    // rendezvous matching pairs its sends with its own recvs, rendezvous.hpp).
     for (const auto& [c, m] : peers)
-      if (!in(m))
+      if (!in(m) && (m < 0 || m >= world || classes.representative[static_cast<std::size_t>(m)] != p.rank))
         return "rank " + std::to_string(p.rank) + " sends to or receives from rank " + std::to_string(m) + " on " +
-               p.comms[c].name + ", which is absent; a send/recv needs both sides present (add rank " +
+               p.comms[c].name +
+               ", which is absent in another class; a send/recv needs both sides present or "
+               "of one class (add rank " +
                std::to_string(m) + "'s program, or make it a representative)";
     for (std::size_t ci = 0; ci < p.comms.size(); ++ci) {
       if (!collective[ci]) continue;
@@ -167,13 +174,22 @@ inline std::vector<std::string> asymmetries(const std::vector<program>& programs
                ") has members of other classes");
     }
     if (!same) continue;
+    // A peer as its place relative to the rank's own in the communicator: the members of a class
+    // may be one program turned (a TP ring), as the rendezvous matching reads them.
+    const auto relative = [](const program& p, const op& o) {
+      if (o.peer < 0 || o.comm < 0) return o.peer;
+      const auto& m = p.comms[static_cast<std::size_t>(o.comm)].ranks;
+      const auto n = static_cast<int>(m.size());
+      const auto own = static_cast<int>(std::find(m.begin(), m.end(), p.rank) - m.begin());
+      return own == n ? o.peer : ((o.peer - own) % n + n) % n;
+    };
     for (std::size_t i = 0; i < a->ops.size() && same; ++i) {
       const op& x = a->ops[i];
       const op& y = b.ops[i];
       same = x.kind == y.kind && x.stream == y.stream && x.key == y.key && x.coll == y.coll && x.comm == y.comm &&
-             x.peer == y.peer && x.seq == y.seq && x.bytes == y.bytes && x.flops == y.flops && x.gemm == y.gemm &&
-             x.memory_bytes == y.memory_bytes && x.event == y.event && x.sms == y.sms && x.group == y.group &&
-             x.reads == y.reads && x.writes == y.writes;
+             relative(*a, x) == relative(b, y) && x.seq == y.seq && x.bytes == y.bytes && x.flops == y.flops &&
+             x.gemm == y.gemm && x.memory_bytes == y.memory_bytes && x.event == y.event && x.sms == y.sms &&
+             x.group == y.group && x.reads == y.reads && x.writes == y.writes;
       if (same && is_communication(x.kind))
         same = off_node_peers(*a, x, gpus_per_node) == off_node_peers(b, y, gpus_per_node);
       if (!same) differ("op " + std::to_string(i) + " (" + display_name(x) + ") differs");

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <set>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -308,12 +309,30 @@ class rendezvous_matcher {
                   std::to_string(b.bytes) + " bytes";
   }
 
+  /// Where the recvs matching the sends `key` (communicator, a, b) are: b's from a, or, for a peer
+  /// b absent by design, a's own from its peer as far behind a as b is ahead (both absent): a
+  /// class's members are the same program up to a rotation of their communicator's positions
+  /// (a TP ring: program/rank_classes.hpp), so b's recv from a is a's from that peer turned by
+  /// as many places. recvs_.end() when there are none.
+  std::map<std::tuple<int, int, int>, std::vector<taken_op>>::iterator recvs_for(const std::tuple<int, int, int>& key) {
+    const auto [name, a, b] = key;
+    if (!absent(b)) return recvs_.find(key);
+    const std::vector<int>& m = members_[static_cast<std::size_t>(name)];
+    const auto n = static_cast<long>(m.size());
+    const long ia = std::find(m.begin(), m.end(), a) - m.begin(), ib = std::find(m.begin(), m.end(), b) - m.begin();
+    const int behind = m[static_cast<std::size_t>(((2 * ia - ib) % n + n) % n)];
+    if (!absent(behind)) return recvs_.end();
+    const auto it = recvs_.find({name, behind, a});
+    if (it != recvs_.end()) turned_.insert(it->first);
+    return it;
+  }
+
   /// The n-th send from a to b on a communicator with the n-th recv on b from a; a send left over
   /// is a hang.
   void match_sends() {
     for (const auto& [key, list] : sends_) {
       const std::string& comm = names_[static_cast<std::size_t>(std::get<0>(key))];  // clang 14: no binding in a lambda
-      const auto it = recvs_.find(key);
+      const auto it = recvs_for(key);
       const std::size_t matched = it == recvs_.end() ? 0 : it->second.size();
       for (std::size_t k = 0; k < list.size(); ++k) {
         if (k >= matched) {
@@ -347,6 +366,7 @@ class rendezvous_matcher {
   void report_unmatched_recvs() {
     for (const auto& [key, list] : recvs_) {
       const std::string& comm = names_[static_cast<std::size_t>(std::get<0>(key))];
+      if (turned_.contains(key)) continue;  // matched with its rank's own sends (recvs_for)
       const auto it = sends_.find(key);
       const std::size_t matched = it == sends_.end() ? 0 : it->second.size();
       for (std::size_t k = matched; k < list.size(); ++k)
@@ -365,6 +385,7 @@ class rendezvous_matcher {
   std::vector<char> seen_;                 ///< whether `members_` holds the communicator's
   std::vector<std::map<int, std::vector<taken_op>>> collectives_;             ///< communicator -> rank -> ops
   std::map<std::tuple<int, int, int>, std::vector<taken_op>> sends_, recvs_;  ///< (communicator, from, to)
+  std::set<std::tuple<int, int, int>> turned_;  ///< recvs matched with their rank's own sends (recvs_for)
   // The program being taken: its communicators' numbers, and their lists of its ops (null: not
   // looked up yet), kept between programs for their memory.
   std::vector<int> number_of_;

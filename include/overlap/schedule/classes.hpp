@@ -3,17 +3,20 @@
 /// The step of a layout generated once per class of symmetric ranks (program/rank_classes.hpp).
 ///
 /// Which ranks are symmetric is decided from the layout by colour refinement, not by a formula:
-/// ranks start in one class per tp, cp position and pipeline stage and per placement (how many
-/// members of each of its groups sit on other nodes, whether each pipeline neighbour does), and
-/// a class is split until the members of each of its ranks' groups (tp, dp, pipeline, ep,
-/// expert-dp, embedding), taken in order, are of the same classes for every rank of it. What
-/// breaks symmetry so stays apart: every pipeline stage (the first embeds, the last has the head,
-/// each has its own warm-up), tp positions, and placements that differ, e.g. a stage that
-/// straddles two nodes. The representative of a class is its lowest rank (data-parallel replica
-/// 0 on a regular layout); where an absent member's representative would not share a rendezvous
-/// with the representative, that member gets a class of its own and the classes are refined
-/// again, so `class_problems` holds for the representatives' programs. The tests check the
-/// classes structurally (`asymmetries`) and the class simulation against the full one.
+/// ranks start in one class per cp position and pipeline stage (and per tp position where the tp
+/// group leaves its node) and per placement (how many members of each of its groups sit on other
+/// nodes, whether each pipeline neighbour does), and a class is split until the members of each
+/// of its ranks' groups (tp, dp, pipeline, ep, expert-dp, embedding), taken in order, are of the
+/// same classes for every rank of it. What breaks symmetry so stays apart: every pipeline stage
+/// (the first embeds, the last has the head, each has its own warm-up) and placements that
+/// differ, e.g. a stage that straddles two nodes. The tp positions of a group inside one node are
+/// one class: their programs are one program turned along the group (TP overlap's ring sends
+/// to the rank ahead and receives from the one behind; rendezvous.hpp pairs the representative's
+/// sends with its own receives). The representative of a class is its lowest rank (tp position
+/// 0 of data-parallel replica 0 on a regular layout); where an absent member's representative would not share a
+/// rendezvous with the representative, that member gets a class of its own and the classes are refined again, so
+/// `class_problems` holds for the representatives' programs. The tests check the classes structurally (`asymmetries`)
+/// and the class simulation against the full one.
 
 #include <algorithm>
 #include <cstddef>
@@ -113,7 +116,10 @@ inline std::vector<int> refine(const layout& L, bool moe, int gpus_per_node, con
   for (int r = 0; r < world; ++r) {
     const place p = L.at(r);
     auto& k = keys[static_cast<std::size_t>(r)];
-    k = {split[static_cast<std::size_t>(r)] ? -1L - r : 0L, p.tp, p.cp, p.stage};
+    // Tp positions apart only where their group leaves the node: inside one, a tp group's
+    // members are one program turned along the ring (rank_classes.hpp).
+    const bool tp_in_node = on_node[static_cast<std::size_t>(t.of(r, 0))].size() == 1;
+    k = {split[static_cast<std::size_t>(r)] ? -1L - r : 0L, tp_in_node ? 0L : p.tp, p.cp, p.stage};
     for (std::size_t i = 0; i < t.kinds; ++i) {
       const auto g = static_cast<std::size_t>(t.of(r, i));
       const auto here = on_node[g].find(node(r));

@@ -189,8 +189,8 @@ inline result simulate(const std::vector<schedule::program>& programs, const cos
   if (opt.classes)
     if (const std::string problem = schedule::class_problems(programs, *opt.classes); !problem.empty())
       throw std::invalid_argument("simulate: " + std::string(schedule::class_problem_lead) + problem);
-  const schedule::rendezvous_set matched =
-      schedule::match_rendezvous(programs, {.explain = false, .communication = &arrays.communication});
+  const schedule::rendezvous_set matched = schedule::match_rendezvous(
+      programs, {.explain = false, .absent_by_design = opt.classes != nullptr, .communication = &arrays.communication});
   const std::size_t groups = matched.groups.size();
   if (groups >= static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max()))
     throw std::length_error("simulate: " + std::to_string(groups) +
