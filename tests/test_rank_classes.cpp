@@ -283,3 +283,21 @@ TEST_CASE("the classes of the largest layout (131,072 ranks) are found in linear
   // represented by tp position 0 of data-parallel replica 0.
   for (const int rep : c.representatives()) CHECK(rep % (2 * 32768) == 0);
 }
+
+TEST_CASE("a step too large to generate rank by rank is generated once per class") {
+  // 131,072 ranks x (4 layers + 2) x 16 micro-batches x 2 passes is over max_layer_passes; the
+  // two classes' programs are not.
+  const layout_case c{"", 2, 2, 1, 32768, 0, 8, true};
+  const ov::settings s = settings_of(c);
+  sc::workload w = workload_of(c);
+  w.micro_batches = 16;
+  CHECK_THROWS_WITH_AS(sc::compose_step(s, ov::derive(s), w),
+                       doctest::Contains("the step is too large to generate: 131072 programs x 192 layer passes"),
+                       std::invalid_argument);
+  const sc::class_step step = sc::compose_class_step(s, ov::derive(s), w, 8);
+  CHECK(step.representatives.size() == 2);
+  // Per class, what a rank alone generates is the limit.
+  w.micro_batches = 1 << 22;
+  CHECK_THROWS_WITH_AS(sc::compose_class_step(s, ov::derive(s), w, 8),
+                       doctest::Contains("of one rank is over 16777216 layer passes"), std::invalid_argument);
+}

@@ -212,8 +212,11 @@ inline std::vector<program> compose_step(const settings& s, const resolved_setti
   if (classes.world() != k.ranks.world())
     throw std::invalid_argument("compose_step: the class map has " + std::to_string(classes.world()) +
                                 " ranks but the layout " + std::to_string(k.ranks.world()));
+  const std::vector<int> representatives = classes.representatives();
+  detail::check_generated(k, static_cast<std::int64_t>(representatives.size()));
   std::vector<program> step;
-  for (const int rank : classes.representatives()) step.push_back(detail::rank_builder(k, s, r, w, rank).build());
+  step.reserve(representatives.size());
+  for (const int rank : representatives) step.push_back(detail::rank_builder(k, s, r, w, rank).build());
   return step;
 }
 

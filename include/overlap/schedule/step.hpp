@@ -91,10 +91,13 @@ struct step_shape {
   recompute_policy recompute{};
   int element_bytes = 2;
   std::int64_t activation_bytes = 0;  ///< one micro-batch's layer boundary on one tp rank
+  std::int64_t layer_passes = 0;      ///< of the rank with the most layers: (layers + 2) x micro-batches x 2
 };
 
 /// The largest step compose_step generates, in layer passes (a layer's forward or backward for
-/// one micro-batch) over all ranks: about 30 ops each, so a few gigabytes of programs.
+/// one micro-batch) over the programs it generates (every rank's, or one per class of symmetric
+/// ranks): each is 10 to 40 ops of ~180 bytes, so the limit is a few gigabytes of programs, what
+/// a planning machine holds beside its simulation.
 inline constexpr std::int64_t max_layer_passes = std::int64_t{1} << 24;
 
 /// `a` x `b` for non-negative factors, or -1 when it does not fit in 64 bits (or a factor is -1).
@@ -107,6 +110,19 @@ constexpr std::int64_t checked_product(std::initializer_list<std::int64_t> facto
   std::int64_t v = 1;
   for (const std::int64_t f : factors) v = checked_product(v, f);
   return v;
+}
+
+/// Throws std::invalid_argument, before any op is generated, when `programs` programs of the step
+/// `k` are more layer passes than `max_layer_passes`.
+inline void check_generated(const step_shape& k, std::int64_t programs) {
+  const std::int64_t passes = checked_product(programs, k.layer_passes);
+  if (passes >= 0 && passes <= max_layer_passes) return;
+  throw std::invalid_argument("compose_step: the step is too large to generate: " + std::to_string(programs) +
+                              " programs x " + std::to_string(k.layer_passes) +
+                              " layer passes ((layers per stage + 2) x micro-batches x 2) is over " +
+                              std::to_string(max_layer_passes) +
+                              " layer passes, several gigabytes of programs; plan a smaller model, fewer micro-batches "
+                              "or fewer distinct ranks");
 }
 constexpr std::int64_t checked_sum(std::initializer_list<std::int64_t> terms) {
   std::int64_t v = 0;
@@ -331,6 +347,11 @@ inline void check_experts(const settings& s, const workload& w, const family_siz
                                            ") is not modelled with ep > 1: set expert_tensor_parallel_size<1>");
 }
 
+/// The layer passes of the program of a rank of `most_per_stage` layers; -1 past 64 bits.
+inline std::int64_t rank_layer_passes(const settings& s, const workload& w, int most_per_stage) {
+  return checked_product({std::int64_t{most_per_stage} + 2 + s.mtp_num_layers.value_or(0), w.micro_batches, 2});
+}
+
 /// Whether the step's byte counts, matrix sides and size fit what generating it can hold.
 inline void check_totals(const settings& s, const workload& w, const family_sizes& n, int most_per_stage,
                          shape_problems& problems) {
@@ -339,14 +360,11 @@ inline void check_totals(const settings& s, const workload& w, const family_size
   const std::string sides = oversized_sides(w);
   problems.need(sides.empty(),
                 "matrix problems beyond 2^31 a side (gemm_shape::most): " + sides + "; use smaller sizes");
-  // The world fits (L-5); what it generates must too.
-  const std::int64_t passes =
-      checked_product({std::int64_t{n.tp} * n.data * n.pp,
-                       std::int64_t{most_per_stage} + 2 + s.mtp_num_layers.value_or(0), w.micro_batches, 2});
+  // The world fits (L-5); one rank's program must too (check_generated: the programs made).
+  const std::int64_t passes = rank_layer_passes(s, w, most_per_stage);
   problems.need(passes >= 0 && passes <= max_layer_passes,
-                "the step is too large to generate: ranks x (layers per stage + 2) x micro_batches x 2 is over " +
-                    std::to_string(max_layer_passes) +
-                    " layer passes; plan a smaller model, fewer micro-batches or fewer ranks");
+                "the step is too large to generate: (layers per stage + 2) x micro_batches x 2 of one rank is over " +
+                    std::to_string(max_layer_passes) + " layer passes; plan a smaller model or fewer micro-batches");
 }
 
 /// The forwards the backward repeats, as the recompute settings say.
@@ -416,7 +434,9 @@ inline step_shape shape_of(const settings& s, const resolved_settings& r, const 
   check_totals(s, w, n, split.most_per_stage, problems);
   const recompute_policy recompute = recompute_of(s, w, problems);
   if (!problems.list.empty()) problems.fail();
-  return assemble_shape(s, r, w, on, n, split.layers, recompute);
+  step_shape k = assemble_shape(s, r, w, on, n, split.layers, recompute);
+  k.layer_passes = rank_layer_passes(s, w, split.most_per_stage);
+  return k;
 }
 
 /// The program of one rank.
@@ -757,6 +777,7 @@ inline layout layout_of(const settings& s, family_set on = {}) {
 inline std::vector<program> compose_step(const settings& s, const resolved_settings& r, const workload& w,
                                          family_set on = {}) {
   const detail::step_shape k = detail::shape_of(s, r, w, on);
+  detail::check_generated(k, k.ranks.world());
   std::vector<program> step;
   step.reserve(static_cast<std::size_t>(k.ranks.world()));
   for (int rank = 0; rank < k.ranks.world(); ++rank) step.push_back(detail::rank_builder(k, s, r, w, rank).build());
