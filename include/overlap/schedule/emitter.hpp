@@ -13,6 +13,7 @@
 #include <vector>
 
 #include <overlap/program/program.hpp>
+#include <overlap/program/reserve_large.hpp>
 
 namespace overlap::schedule::detail {
 
@@ -91,6 +92,14 @@ inline buffer gradients(op_type of, int layer, bool expert = false) {
 class emitter {
  public:
   explicit emitter(program& p) : p_(p) {}
+  /// Room for a program of about `ops` ops and `buffers` buffers, so that one of that size grows
+  /// no copy: the room a step's previous program took (programs of one step differ by a few
+  /// layers). Untouched room costs address space, not memory.
+  void reserve(std::size_t ops, std::size_t buffers) {
+    overlap::detail::reserve_large(p_.ops, ops);
+    buffers_.reserve(buffers);
+    p_.buffers.reserve(buffers);
+  }
 
   program& target() { return p_; }
   int rank() const { return p_.rank; }
@@ -131,7 +140,7 @@ class emitter {
     } else {
       materialize(o.stream);
     }
-    p_.ops.push_back(std::move(o));
+    overlap::detail::push_back_large(p_.ops, std::move(o));
   }
   /// Called with each compute op's key right before it is appended and right after: where the
   /// data-parallel buckets wait for parameters and learn that gradients are complete.
@@ -215,7 +224,7 @@ class emitter {
   /// The host waits for `event` (cudaEventSynchronize) before it issues anything more.
   void host_wait(op_key key, int event) {
     materialize_record_of(event);
-    p_.ops.push_back({.kind = op_kind::host_sync, .key = key, .event = event});
+    overlap::detail::push_back_large(p_.ops, op{.kind = op_kind::host_sync, .key = key, .event = event});
   }
   /// `to` waits for what `from` issued so far.
   void cross(int from, int to) {
@@ -230,10 +239,10 @@ class emitter {
   }
   void materialize(int stream) {
     if (static_cast<std::size_t>(stream) >= deferred_.size() || deferred_[stream] < 0) return;
-    p_.ops.push_back({.kind = op_kind::record,
-                      .stream = stream,
-                      .key = {.type = op_type::event_record},
-                      .event = deferred_[stream]});
+    overlap::detail::push_back_large(p_.ops, op{.kind = op_kind::record,
+                                                .stream = stream,
+                                                .key = {.type = op_type::event_record},
+                                                .event = deferred_[stream]});
     deferred_[stream] = -1;
   }
 

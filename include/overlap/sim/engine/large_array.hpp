@@ -1,15 +1,10 @@
 #pragma once
 /// @file
-/// Memory for the simulator's per-op arrays (a step of millions of ops needs tens of MiB of them).
-/// Memory fresh from the system costs more to touch than to simulate on: the kernel faults it in
-/// and zeroes it one 4 KiB page at a time. Measured on the 2-core CI VM (64 MiB touched once per
-/// page, best of 5, on two days): 0.61-0.70 ns per byte with 4 KiB pages (2.5-2.9 us a page),
-/// 0.10-0.13 ns per byte where the kernel may back it with 2 MiB pages (madvise MADV_HUGEPAGE;
-/// transparent huge pages in their default `madvise` mode).
-///
-/// Two ways to get huge pages: the simulator's own arrays use `huge_page_allocator`, which maps
-/// an array of a quarter of a huge page or more on whole, aligned huge pages; a vector with the
-/// standard allocator (the result's intervals, which the caller owns) gets the hint from
+/// Memory for the simulator's per-op arrays (a step of millions of ops needs tens of MiB of them),
+/// on huge pages where the kernel allows them: program/reserve_large.hpp says why and what it
+/// saves. Two ways to get huge pages: the simulator's own arrays use `huge_page_allocator`, which
+/// maps an array of a quarter of a huge page or more on whole, aligned huge pages; a vector with
+/// the standard allocator (the result's intervals, which the caller owns) gets the hint from
 /// `reserve_large` for the whole huge pages inside it, which pays only from two huge pages on.
 
 #include <cstddef>
@@ -17,13 +12,15 @@
 #include <new>
 #include <vector>
 
+#include <overlap/program/reserve_large.hpp>
+
 #if defined(__linux__)
 #include <sys/mman.h>
 #endif
 
 namespace overlap::sim::detail {
 
-inline constexpr std::size_t huge_page_bytes = std::size_t{2} << 20;
+using overlap::detail::huge_page_bytes;
 
 /// An allocator for the simulator's internal arrays: below a quarter of a huge page it takes what
 /// operator new gives; from there on (Linux) whole huge pages of its own, 2 MiB-aligned, which the
@@ -87,23 +84,6 @@ struct huge_page_allocator {
 template <class T>
 using large_vector = std::vector<T, huge_page_allocator<T>>;
 
-/// Gives `v` room for at least `n` elements without touching it. Where that takes new memory of
-/// two huge pages or more, the kernel is asked to back its whole huge pages with huge pages when
-/// they are first touched (a hint: where transparent huge pages are off, nothing changes).
-template <class T>
-void reserve_large(std::vector<T>& v, std::size_t n) {
-  if (v.capacity() >= n) return;
-  v.reserve(n);
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-  const std::size_t bytes = v.capacity() * sizeof(T);
-  if (bytes < 2 * huge_page_bytes) return;
-  const auto at = reinterpret_cast<std::uintptr_t>(v.data());
-  const std::uintptr_t first = (at + huge_page_bytes - 1) & ~(huge_page_bytes - 1);
-  const std::uintptr_t last = (at + bytes) & ~(huge_page_bytes - 1);
-  // The memory is the vector's: madvise only changes how the kernel backs it, and a failure
-  // (no THP in this kernel) leaves it as it was.
-  if (last > first) static_cast<void>(madvise(reinterpret_cast<void*>(first), last - first, MADV_HUGEPAGE));
-#endif
-}
+using overlap::detail::reserve_large;
 
 }  // namespace overlap::sim::detail
