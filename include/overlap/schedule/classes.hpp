@@ -216,7 +216,8 @@ inline std::vector<program> compose_step(const settings& s, const resolved_setti
   detail::check_generated(k, static_cast<std::int64_t>(representatives.size()));
   std::vector<program> step;
   step.reserve(representatives.size());
-  for (const int rank : representatives) step.push_back(detail::rank_builder(k, s, r, w, rank).build());
+  for (const int rank : representatives)
+    step.push_back(detail::rank_builder(k, s, r, w, rank, step.empty() ? nullptr : &step.back()).build());
   return step;
 }
 

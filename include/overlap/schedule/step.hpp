@@ -439,11 +439,14 @@ inline step_shape shape_of(const settings& s, const resolved_settings& r, const 
   return k;
 }
 
-/// The program of one rank.
+/// The program of one rank; `like`, where given, the program of another rank of the step, whose
+/// size (an eighth more) it reserves room for.
 class rank_builder {
  public:
-  rank_builder(const step_shape& k, const settings& s, const resolved_settings& r, const workload& w, int rank)
+  rank_builder(const step_shape& k, const settings& s, const resolved_settings& r, const workload& w, int rank,
+               const program* like = nullptr)
       : k_(k), s_(s), r_(r), w_(w), at_(k.ranks.at(rank)), e_(p_) {
+    if (like) e_.reserve(like->ops.size() + like->ops.size() / 8, like->buffers.size() + like->buffers.size() / 8);
     p_.rank = rank;
     p_.cuda_device_max_connections = r.cuda_device_max_connections.value_or(0);
     e_.quantize(s.fp4 ? gemm_format::fp4 : s.fp8 ? gemm_format::fp8 : gemm_format::native);
@@ -780,7 +783,8 @@ inline std::vector<program> compose_step(const settings& s, const resolved_setti
   detail::check_generated(k, k.ranks.world());
   std::vector<program> step;
   step.reserve(static_cast<std::size_t>(k.ranks.world()));
-  for (int rank = 0; rank < k.ranks.world(); ++rank) step.push_back(detail::rank_builder(k, s, r, w, rank).build());
+  for (int rank = 0; rank < k.ranks.world(); ++rank)
+    step.push_back(detail::rank_builder(k, s, r, w, rank, step.empty() ? nullptr : &step.back()).build());
   return step;
 }
 
