@@ -78,8 +78,9 @@ struct plan_outcome {
 };
 
 std::vector<plan_outcome> run(const grid_point& g, const ov::sim::cost_model& cost, const sc::workload& w) {
-  std::vector<ov::plan::family_plan> all = ov::plan::plan_families(g.s, w, cost);
-  all.push_back(ov::plan::plan_step(g.s, w, cost));
+  // One thread each: the grid's points run in parallel already.
+  std::vector<ov::plan::family_plan> all = ov::plan::plan_families(g.s, w, cost, 1);
+  all.push_back(ov::plan::plan_step(g.s, w, cost, 1));
   std::vector<plan_outcome> out;
   for (const auto& plan : all) {
     plan_outcome& o = out.emplace_back();

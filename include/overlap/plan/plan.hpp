@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include <overlap/plan/parallel.hpp>
 #include <overlap/program/rank_classes.hpp>
 #include <overlap/rules/derive.hpp>
 #include <overlap/rules/rule.hpp>
@@ -117,8 +118,11 @@ inline void plan_class_step(const settings& s, const schedule::workload& w, cons
 }
 }  // namespace detail
 
-/// The per-family comparison for settings `s` (valid: see `validate`) and workload `w`.
-inline std::vector<family_plan> plan_families(const settings& s, const schedule::workload& w, const cost_model& cost) {
+/// The per-family comparison for settings `s` (valid: see `validate`) and workload `w`. Its
+/// simulations run on up to `threads` threads (parallel_for's: 0 all cores, 1 in order on the
+/// calling thread, for a caller that runs plans in parallel itself); the results are the same.
+inline std::vector<family_plan> plan_families(const settings& s, const schedule::workload& w, const cost_model& cost,
+                                              unsigned threads = 0) {
   using schedule::family;
   struct candidate {
     family f;
@@ -134,26 +138,45 @@ inline std::vector<family_plan> plan_families(const settings& s, const schedule:
        {.tp = false, .dp = false, .pp = false, .ep = true}},
   };
   std::vector<family_plan> out;
+  std::vector<schedule::family_set> on;  // per plan: the families its steps generate
   for (const candidate& c : candidates) {
     if (!c.enabled) continue;
-    family_plan plan;
+    on.push_back(c.on);
+    family_plan& plan = out.emplace_back();
     plan.family = c.f;
     if (c.f == family::pp && s.virtual_pipeline_model_parallel_size && s.pipeline_model_parallel_size == 2)
       plan.note = "vpp on pp 2 needs overlap_p2p_comm (PP-8): the baseline keeps it on";
-    detail::plan_class_step(s, w, cost, c.on, plan.overlap_step, plan.overlap_classes, plan.overlap);
-    detail::plan_class_step(detail::without_overlap(s, c.f), w, cost, c.on, plan.baseline_step, plan.baseline_classes,
-                            plan.baseline);
-    out.push_back(std::move(plan));
   }
+  // Each plan's two simulations: the overlap step (even index) and its baseline (odd).
+  parallel_for(
+      2 * out.size(),
+      [&](std::size_t i) {
+        family_plan& plan = out[i / 2];
+        if (i % 2 == 0)
+          detail::plan_class_step(s, w, cost, on[i / 2], plan.overlap_step, plan.overlap_classes, plan.overlap);
+        else
+          detail::plan_class_step(detail::without_overlap(s, plan.family), w, cost, on[i / 2], plan.baseline_step,
+                                  plan.baseline_classes, plan.baseline);
+      },
+      threads);
   return out;
 }
 
-/// The composed step of every family `s` enables against the same step with every overlap off.
-inline family_plan plan_step(const settings& s, const schedule::workload& w, const cost_model& cost) {
+/// The composed step of every family `s` enables against the same step with every overlap off,
+/// the two simulated on up to `threads` threads (as in `plan_families`).
+inline family_plan plan_step(const settings& s, const schedule::workload& w, const cost_model& cost,
+                             unsigned threads = 0) {
   family_plan plan;
-  detail::plan_class_step(s, w, cost, {}, plan.overlap_step, plan.overlap_classes, plan.overlap);
-  detail::plan_class_step(detail::without_overlap(s, schedule::family::none), w, cost, {}, plan.baseline_step,
-                          plan.baseline_classes, plan.baseline);
+  parallel_for(
+      2,
+      [&](std::size_t i) {
+        if (i == 0)
+          detail::plan_class_step(s, w, cost, {}, plan.overlap_step, plan.overlap_classes, plan.overlap);
+        else
+          detail::plan_class_step(detail::without_overlap(s, schedule::family::none), w, cost, {}, plan.baseline_step,
+                                  plan.baseline_classes, plan.baseline);
+      },
+      threads);
   return plan;
 }
 
