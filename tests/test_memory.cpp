@@ -119,6 +119,57 @@ TEST_CASE("the precision-aware optimizer's state is what its settings hold, in t
   CHECK(m.gradients == 4 * params);
 }
 
+TEST_CASE("fp8 parameters keep a byte each (two before Blackwell), MXFP8 ones two and their scales") {
+  // small_gqa's TE linear weights: per layer qkv 256 x 512 = 131,072, proj 65,536, fc1 262,144,
+  // fc2 131,072; 1,179,648 in its 2 layers. The rest stays bf16: 4 norms of 256 and the final
+  // one (1,280), the untied embedding and output layer (512,000): 1,026,560 bytes. The gathers
+  // move what the DDP buffer holds: a byte a parameter in fp8, 2 (bf16) with MXFP8.
+  constexpr std::int64_t linear = 1'179'648, other = 2 * (1'280 + 512'000);
+  static_assert(linear + 1'280 + 512'000 == params);
+  const auto gathered = [](const sc::program& p) {
+    std::int64_t bytes = 0;
+    for (const sc::op& o : p.ops)
+      if (o.key.type == sc::op_type::dp_param_gather) bytes += o.bytes;
+    return bytes;
+  };
+  const auto weights = [](const sc::program& p) { return ov::sim::model_state_of(p).weights; };
+  sc::workload w = small_gqa();
+  using on_b200 =
+      ov::config<ov::dp<2>, ov::distributed_optimizer<>, ov::overlap_param_gather<>, ov::grad_reduce_in_fp32<>,
+                 ov::precision<ov::dtype::bf16>, ov::fp8<>, ov::fp8_param_gather<>, ov::gpu<ov::gpu_model::b200>>;
+  using on_h100 =
+      ov::config<ov::dp<2>, ov::distributed_optimizer<>, ov::overlap_param_gather<>, ov::grad_reduce_in_fp32<>,
+                 ov::precision<ov::dtype::bf16>, ov::fp8<>, ov::fp8_param_gather<>, ov::gpu<ov::gpu_model::h100>>;
+  SUBCASE("per-tensor scaling on Blackwell: a byte a parameter") {
+    const auto step = on_b200::schedule::generate(w);
+    CHECK(ov::verify::verify(step).empty());
+    CHECK(weights(step[0]) == linear + other);
+    CHECK(ov::sim::model_state_of(step[0]).gradients == 4 * params);
+    CHECK(gathered(step[0]) == linear + other);
+  }
+  SUBCASE("per-tensor scaling on Hopper: the weight and its cached transpose") {
+    const auto step = on_h100::schedule::generate(w);
+    CHECK(weights(step[0]) == 2 * linear + other);
+    CHECK(gathered(step[0]) == linear + other);
+  }
+  SUBCASE("MXFP8: row- and column-wise bytes and an E8M0 scale per 32 of each; gathered in bf16") {
+    w.fp8_recipe_mxfp8 = true;
+    for (const auto& step : {on_b200::schedule::generate(w), on_h100::schedule::generate(w)}) {
+      CHECK(weights(step[0]) == 2 * linear + linear / 16 + other);
+      CHECK(gathered(step[0]) == 2 * linear + other);
+    }
+  }
+  SUBCASE("without fp8_param_gather the parameters stay bf16, whatever the recipe") {
+    w.fp8_recipe_mxfp8 = true;
+    using bf16_params =
+        ov::config<ov::dp<2>, ov::distributed_optimizer<>, ov::overlap_param_gather<>, ov::grad_reduce_in_fp32<>,
+                   ov::precision<ov::dtype::bf16>, ov::fp8<>, ov::gpu<ov::gpu_model::b200>>;
+    const auto step = bf16_params::schedule::generate(w);
+    CHECK(weights(step[0]) == 2 * params);
+    CHECK(gathered(step[0]) == 2 * params);
+  }
+}
+
 TEST_CASE("buffer sizes are checked: no more sizes than buffers, none negative") {
   auto step = ov::config<ov::dp<2>, ov::precision<ov::dtype::bf16>>::schedule::generate(small_gqa());
   sc::program p = step[0];

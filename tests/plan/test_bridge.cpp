@@ -337,6 +337,22 @@ TEST_CASE("overrides_between: one Bridge override per field that differs, at the
   CHECK(source.changes_between(c.settings, to).size() == 2);
 }
 
+TEST_CASE("the fp8 recipe says how fp8 parameters are kept: MXFP8 from a mapping, a recipe name or the model") {
+  CHECK(read_text("mixed_precision: {bf16: true, fp8: e4m3, fp8_recipe: mxfp8, fp8_param_gather: true}\n")
+            .workload.fp8_recipe_mxfp8);
+  CHECK(read_text("mixed_precision: bf16_with_mxfp8_mixed\n").workload.fp8_recipe_mxfp8);
+  CHECK(read_text("model: {bf16: true, fp8: e4m3, fp8_recipe: mxfp8}\n").workload.fp8_recipe_mxfp8);
+  CHECK_FALSE(
+      read_text("mixed_precision: {bf16: true, fp8: hybrid, fp8_recipe: tensorwise}\n").workload.fp8_recipe_mxfp8);
+  CHECK_FALSE(read_text("mixed_precision: {bf16: true, fp8: hybrid}\n").workload.fp8_recipe_mxfp8);
+  CHECK_FALSE(read_text("mixed_precision: bf16_with_fp8_current_scaling_mixed\n").workload.fp8_recipe_mxfp8);
+  // The written config reads back the same recipe.
+  const op::bridge_config c = read_text("mixed_precision: {bf16: true, fp8: e4m3, fp8_recipe: mxfp8}\n");
+  const auto back = op::read_config(op::parse_text(op::write_config(c.settings, &c.workload).dump(), "t.json", true),
+                                    {.process_environment = false});
+  CHECK(back.workload.fp8_recipe_mxfp8);
+}
+
 TEST_CASE("the optimizer's precision fields are read as Bridge dumps them, refused where Megatron-Core asserts") {
   // DeepSeek-V3's optimizer section as dumped: torch dtypes as _call_ objects.
   const std::string deepseek =

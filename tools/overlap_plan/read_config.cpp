@@ -332,6 +332,8 @@ class config_reader {
     out_.path_of["precision"] = from + (s_.precision == ov::dtype::fp16 ? ".fp16" : ".bf16");
     read_format("fp8", s_.fp8, "\"hybrid\", \"e4m3\"");
     read_format("fp4", s_.fp4, "\"e2m1\"");
+    // How fp8 parameters are kept (schedule/parameter_storage.hpp).
+    out_.workload.fp8_recipe_mxfp8 = fp8_recipe_of("model") == "mxfp8";
   }
 
   /// fp8 / fp4: a format string ("hybrid", "e4m3"; "e2m1") or a flag, mixed_precision over the
@@ -575,22 +577,28 @@ class config_reader {
     o.fp8_recipe_with_own_scales = optimizer_recipe_has_own_scales();
   }
 
-  /// Whether the fp8 recipe the optimizer is told of scales outside its kernel (not none, not
-  /// delayed). It is mixed_precision's, which Bridge copies over optimizer.fp8_recipe whether or
-  /// not fp8 is on: a mapping's fp8_recipe (MixedPrecisionConfig's default "tensorwise" where it
-  /// has none), a recipe name's ("delayed" in the delayed-scaling recipes' names, else one with
-  /// its own scales); without mixed_precision, optimizer.fp8_recipe.
-  bool optimizer_recipe_has_own_scales() {
-    std::string recipe;  // empty: none
+  /// The fp8 recipe `section` ("model" or "optimizer") is told of (empty: none): mixed_precision's,
+  /// which Bridge copies over both whether or not fp8 is on: a mapping's fp8_recipe
+  /// (MixedPrecisionConfig's default "tensorwise" where it has none), a recipe name's ("delayed"
+  /// and "mxfp8" in the names of those recipes, "blockwise" in the subchannel ones', else
+  /// "tensorwise"); without mixed_precision, the section's own fp8_recipe.
+  std::string fp8_recipe_of(const std::string& section) {
     const json* mp = given(tree_, "mixed_precision");
-    if (mp && mp->is_string())
-      recipe = mp->get<std::string>().find("delayed") != std::string::npos ? "delayed" : "tensorwise";
-    else if (mp && mp->is_object() && !mp->contains("fp8_recipe"))
-      recipe = "tensorwise";  // MixedPrecisionConfig's default
-    else if (mp && mp->is_object() && given(*mp, "fp8_recipe"))
-      recipe = text_at("mixed_precision.fp8_recipe");
-    else if (!mp && given(tree_, "optimizer.fp8_recipe"))
-      recipe = text_at("optimizer.fp8_recipe");
+    if (mp && mp->is_string()) {
+      const std::string name = mp->get<std::string>();
+      for (const char* recipe : {"delayed", "mxfp8"})
+        if (name.find(recipe) != std::string::npos) return recipe;
+      return name.find("subchannel") != std::string::npos ? "blockwise" : "tensorwise";
+    }
+    if (mp && mp->is_object() && !mp->contains("fp8_recipe")) return "tensorwise";
+    if (mp && mp->is_object()) return given(*mp, "fp8_recipe") ? text_at("mixed_precision.fp8_recipe") : "";
+    if (!mp && given(tree_, section + ".fp8_recipe")) return text_at(section + ".fp8_recipe");
+    return "";
+  }
+  /// Whether the fp8 recipe the optimizer is told of scales outside its kernel (not none, not
+  /// delayed).
+  bool optimizer_recipe_has_own_scales() {
+    const std::string recipe = fp8_recipe_of("optimizer");
     return !recipe.empty() && recipe != "delayed";
   }
 

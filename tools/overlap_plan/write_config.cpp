@@ -99,6 +99,7 @@ json write_config(const ov::settings& s, const ov::schedule::workload* w) {
     });
     put(tree, "train.global_batch_size", w->micro_batches * w->micro_batch_size * s.data_parallel_size);
     write_optimizer(tree, w->optimizer);
+    if (w->fp8_recipe_mxfp8) put(tree, "mixed_precision.fp8_recipe", "mxfp8");
   }
   return tree;
 }

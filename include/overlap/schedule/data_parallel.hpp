@@ -33,6 +33,7 @@
 #include <overlap/schedule/buckets.hpp>
 #include <overlap/schedule/emitter.hpp>
 #include <overlap/schedule/layout.hpp>
+#include <overlap/schedule/parameter_storage.hpp>
 #include <overlap/settings/resolved.hpp>
 #include <overlap/settings/settings.hpp>
 
@@ -54,6 +55,7 @@ struct dp_plan {
   /// reduction's wait does not hold a single hardware queue ahead of the stage's last send.
   bool reduce_after_pipeline = false;
   int pp = 1, stage = 0;          ///< the pipeline's stages and this rank's (for aligned gathers)
+  parameter_storage params{};     ///< how the parameters are kept and gathered (parameter_storage.hpp)
   std::int64_t state_bytes = 12;  ///< the optimizer's state a parameter updated (optimizer_state.hpp)
 };
 
@@ -66,7 +68,7 @@ class dp_buckets {
         micro_batches_(micro_batches),
         r_(r),
         dist_opt_(s.distributed_optimizer),
-        param_bytes_(element_bytes),
+        params_(plan.params),
         grad_bytes_(s.grad_reduce_in_fp32 ? 4 : element_bytes),
         embedding_(std::move(plan.embedding)),
         embedding_parameters_(plan.embedding_parameters),
@@ -208,22 +210,19 @@ class dp_buckets {
   /// each bucket's shard (the whole bucket without the distributed optimizer) and of the
   /// replicated tensors.
   void size_state(const dp_plan& plan) {
-    std::vector<std::int64_t> held;  // parameters per buffer index
-    const auto add = [&](const buffer& b, std::int64_t n) {
+    std::vector<std::int64_t> held;  // bytes per buffer index
+    const auto add = [&](const buffer& b, std::int64_t bytes) {
       const auto i = static_cast<std::size_t>(e_.buffer(b));
       if (held.size() <= i) held.resize(i + 1, 0);
-      held[i] += n;
+      held[i] += bytes;
     };
     for (const auto& chunk : plan.chunks)
       for (const auto& t : chunk) {
-        add(parameters(t.used_by, t.layer, t.expert), t.parameters);
-        add(gradients(t.used_by, t.layer, t.expert), t.parameters);
+        add(parameters(t.used_by, t.layer, t.expert), params_.kept_bytes(t.of, t.parameters));
+        add(gradients(t.used_by, t.layer, t.expert), t.parameters * grad_bytes_);
       }
     for (std::size_t i = 0; i < held.size(); ++i)
-      if (held[i] > 0) {
-        const buffer& b = e_.target().buffers[i];
-        e_.buffer(b, held[i] * (b.kind == buffer_kind::parameters ? param_bytes_ : grad_bytes_));
-      }
+      if (held[i] > 0) e_.buffer(e_.target().buffers[i], held[i]);
     for (const bucket_state& k : buckets_)
       e_.buffer(bucket_buffer(buffer_kind::optimizer_state, k),
                 state_bytes_ * k.packed.parameters / (dist_opt_ ? size_[k.part] : 1));
@@ -269,9 +268,15 @@ class dp_buckets {
     const int stream = r_.overlap_param_gather ? dp_stream_ : compute_;
     e_.cross(compute_, stream);  // after the last optimizer write
     e_.collective(stream, key(op_type::dp_param_gather, k), collective::all_gather, comm_[k.part],
-                  k.packed.parameters * param_bytes_, {e_.buffer(bucket_buffer(buffer_kind::parameter_shard, k))},
+                  gathered_bytes(k.packed), {e_.buffer(bucket_buffer(buffer_kind::parameter_shard, k))},
                   tensors(k, false));
     k.event = r_.overlap_param_gather ? e_.record(dp_stream_) : waited;
+  }
+  /// What a bucket's parameter all-gather moves: each tensor as it is kept (parameter_storage.hpp).
+  std::int64_t gathered_bytes(const bucket& k) const {
+    std::int64_t bytes = 0;
+    for (const parameter_tensor& t : k.tensors) bytes += params_.gathered_bytes(t.of, t.parameters);
+    return bytes;
   }
   void reduce(int stream, std::size_t b) {
     auto& k = buckets_[b];
@@ -285,7 +290,8 @@ class dp_buckets {
   int compute_, micro_batches_;
   const resolved_settings& r_;
   bool dist_opt_;
-  int param_bytes_, grad_bytes_;
+  parameter_storage params_;
+  int grad_bytes_;
   std::optional<group> embedding_;
   std::int64_t embedding_parameters_;
   op_type embedding_of_;

@@ -600,6 +600,7 @@ class rank_builder {
     plan.pp = L.pp();
     plan.stage = at_.stage;
     plan.state_bytes = adam_state_bytes(w_.optimizer, s_.precision, s_.te_version);
+    plan.params = parameter_storage(s_, w_.fp8_recipe_mxfp8, k_.element_bytes);
     if (k_.dp && share_embedding() && L.pp() > 1 && (embeds(0) || heads(k_.chunks - 1))) {
       plan.embedding = L.embedding(at_);
       plan.embedding_parameters = w_.embedding_parameters() / tp;

@@ -64,6 +64,9 @@ struct workload {
   std::vector<int> moe_layer_pattern{};
   /// The optimizer's precision fields: what its state takes a parameter (optimizer_state.hpp).
   optimizer_precision optimizer{};
+  /// The fp8 recipe is MXFP8 (mixed_precision.fp8_recipe "mxfp8"): with fp8_param_gather, how the
+  /// parameters are kept and gathered (parameter_storage.hpp).
+  bool fp8_recipe_mxfp8 = false;
 
   /// Whether transformer layer `l` of an MoE model is MoE (the MTP layers, past num_layers, are).
   bool moe_layer(int l) const {
