@@ -8,6 +8,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <overlap/overlap.hpp>
@@ -187,33 +188,28 @@ TEST_CASE("the verifier checks a class step on its representatives, with the ful
     REQUIRE_FALSE(full_found.empty());
     CHECK(full_found.front().reason == found.front().reason);
   }
-  {  // Present members (pipeline neighbours 0 and 4) disagree on a message's size, as in the full
-     // step.
+  // The verifier's first finding on the class step with representative `rep`'s first recv on a
+  // communicator whose name starts with `prefix` 2 bytes larger.
+  const auto recv_grown = [&](std::size_t rep, const char* prefix) {
     std::vector<sc::program> reps = step.representatives;
-    sc::program& p = reps[1];
+    sc::program& p = reps[rep];
     const std::size_t i = first_of(p, [&](const sc::op& o) {
-      return o.kind == sc::op_kind::recv && p.comms[static_cast<std::size_t>(o.comm)].name.starts_with("pp");
+      return o.kind == sc::op_kind::recv && p.comms[static_cast<std::size_t>(o.comm)].name.starts_with(prefix);
     });
     REQUIRE(i < p.ops.size());
     p.ops[i].bytes += 2;
     const auto found = ov::verify::verify(reps, step.classes);
     REQUIRE_FALSE(found.empty());
-    CHECK(found.front().rank == 0);
-    CHECK(found.front().reason.find("meets a recv of") != std::string::npos);
-  }
-  {  // A ring peer of the rank's own class (tp group {0, 1}) is the rank turned: a recv that
-     // disagrees with its own send is a hang, as the full step's rank 1 would see it.
-    std::vector<sc::program> reps = step.representatives;
-    sc::program& p = reps[0];
-    const std::size_t i = first_of(p, [&](const sc::op& o) {
-      return o.kind == sc::op_kind::recv && p.comms[static_cast<std::size_t>(o.comm)].name.starts_with("tp");
-    });
-    REQUIRE(i < p.ops.size());
-    p.ops[i].bytes += 2;
-    const auto found = ov::verify::verify(reps, step.classes);
-    REQUIRE_FALSE(found.empty());
-    CHECK(found.front().rank == 0);
-    CHECK(found.front().reason.find("meets a recv of") != std::string::npos);
+    return found.front();
+  };
+  // Present members (pipeline neighbours 0 and 4) disagree on a message's size, as in the full
+  // step; and a ring peer of the rank's own class (tp group {0, 1}) is the rank turned: a recv
+  // that disagrees with its own send is a hang, as the full step's rank 1 would see it.
+  for (const auto& [rep, prefix] : {std::pair<std::size_t, const char*>{1, "pp"}, {0, "tp"}}) {
+    CAPTURE(prefix);
+    const auto finding = recv_grown(rep, prefix);
+    CHECK(finding.rank == 0);
+    CHECK(finding.reason.find("meets a recv of") != std::string::npos);
   }
   {  // The map broken: one finding for the step, described as such.
     sc::rank_classes bad = step.classes;
