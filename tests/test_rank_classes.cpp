@@ -205,9 +205,9 @@ TEST_CASE("the verifier checks a class step on its representatives, with the ful
   // Present members (pipeline neighbours 0 and 4) disagree on a message's size, as in the full
   // step; and a ring peer of the rank's own class (tp group {0, 1}) is the rank turned: a recv
   // that disagrees with its own send is a hang, as the full step's rank 1 would see it.
-  for (const auto& [rep, prefix] : {std::pair<std::size_t, const char*>{1, "pp"}, {0, "tp"}}) {
-    CAPTURE(prefix);
-    const auto finding = recv_grown(rep, prefix);
+  for (const std::pair<std::size_t, const char*>& c : {std::pair<std::size_t, const char*>{1, "pp"}, {0, "tp"}}) {
+    CAPTURE(c.second);
+    const auto finding = recv_grown(c.first, c.second);
     CHECK(finding.rank == 0);
     CHECK(finding.reason.find("meets a recv of") != std::string::npos);
   }
