@@ -150,7 +150,7 @@ scale_case deepseek_v3_h100(int dp, int micro_batches) {
   return c;
 }
 
-/// One scale record as JSON (without the peak memory, which the parent adds).
+/// One scale record as JSON, with the peak resident memory of the process it runs in (in_child's).
 std::string run_scale(const scale_case& c, bool full, const ov::sim::cost_model& cost) {
   const ov::resolved_settings r = ov::derive(c.s);
   const auto start = std::chrono::steady_clock::now();

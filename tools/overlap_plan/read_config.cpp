@@ -590,10 +590,11 @@ class config_reader {
         if (name.find(recipe) != std::string::npos) return recipe;
       return name.find("subchannel") != std::string::npos ? "blockwise" : "tensorwise";
     }
-    if (mp && mp->is_object() && !mp->contains("fp8_recipe")) return "tensorwise";
-    if (mp && mp->is_object()) return given(*mp, "fp8_recipe") ? text_at("mixed_precision.fp8_recipe") : "";
-    if (!mp && given(tree_, section + ".fp8_recipe")) return text_at(section + ".fp8_recipe");
-    return "";
+    if (mp && mp->is_object()) {
+      if (!mp->contains("fp8_recipe")) return "tensorwise";  // MixedPrecisionConfig's default
+      return given(*mp, "fp8_recipe") ? text_at("mixed_precision.fp8_recipe") : "";
+    }
+    return !mp && given(tree_, section + ".fp8_recipe") ? text_at(section + ".fp8_recipe") : "";
   }
   /// Whether the fp8 recipe the optimizer is told of scales outside its kernel (not none, not
   /// delayed).

@@ -107,14 +107,16 @@ inline class_simulation simulate_by_class(const settings& s, const schedule::wor
 }
 
 namespace detail {
-/// `simulate_by_class` into a plan's three fields of one step.
-inline void plan_class_step(const settings& s, const schedule::workload& w, const cost_model& cost,
-                            schedule::family_set on, std::vector<schedule::program>& step,
-                            schedule::rank_classes& classes, result& simulated) {
-  class_simulation made = simulate_by_class(s, w, cost, on);
-  step = std::move(made.step);
-  classes = std::move(made.classes);
-  simulated = std::move(made.simulated);
+/// Simulation `i` of `plan` (`simulate_by_class` into its three fields of one step): 0 its
+/// overlap step, settings `s` as given; 1 its baseline, `s` without the overlap of plan.family
+/// (none: every overlap off). Both generate the families `on`.
+inline void simulate_half(family_plan& plan, std::size_t i, const settings& s, const schedule::workload& w,
+                          const cost_model& cost, schedule::family_set on) {
+  const bool baseline = i == 1;
+  class_simulation made = simulate_by_class(baseline ? without_overlap(s, plan.family) : s, w, cost, on);
+  (baseline ? plan.baseline_step : plan.overlap_step) = std::move(made.step);
+  (baseline ? plan.baseline_classes : plan.overlap_classes) = std::move(made.classes);
+  (baseline ? plan.baseline : plan.overlap) = std::move(made.simulated);
 }
 }  // namespace detail
 
@@ -149,16 +151,7 @@ inline std::vector<family_plan> plan_families(const settings& s, const schedule:
   }
   // Each plan's two simulations: the overlap step (even index) and its baseline (odd).
   parallel_for(
-      2 * out.size(),
-      [&](std::size_t i) {
-        family_plan& plan = out[i / 2];
-        if (i % 2 == 0)
-          detail::plan_class_step(s, w, cost, on[i / 2], plan.overlap_step, plan.overlap_classes, plan.overlap);
-        else
-          detail::plan_class_step(detail::without_overlap(s, plan.family), w, cost, on[i / 2], plan.baseline_step,
-                                  plan.baseline_classes, plan.baseline);
-      },
-      threads);
+      2 * out.size(), [&](std::size_t i) { detail::simulate_half(out[i / 2], i % 2, s, w, cost, on[i / 2]); }, threads);
   return out;
 }
 
@@ -168,15 +161,7 @@ inline family_plan plan_step(const settings& s, const schedule::workload& w, con
                              unsigned threads = 0) {
   family_plan plan;
   parallel_for(
-      2,
-      [&](std::size_t i) {
-        if (i == 0)
-          detail::plan_class_step(s, w, cost, {}, plan.overlap_step, plan.overlap_classes, plan.overlap);
-        else
-          detail::plan_class_step(detail::without_overlap(s, schedule::family::none), w, cost, {}, plan.baseline_step,
-                                  plan.baseline_classes, plan.baseline);
-      },
-      threads);
+      2, [&](std::size_t i) { detail::simulate_half(plan, i, s, w, cost, {}); }, threads);
   return plan;
 }
 

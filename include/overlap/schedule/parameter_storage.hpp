@@ -48,23 +48,18 @@ class parameter_storage {
   }
   /// Bytes `n` parameters of tensor `of` keep.
   constexpr std::int64_t kept_bytes(op_type of, std::int64_t n) const {
-    if (!te_linear(of)) return n * element_bytes_;
-    switch (format_) {
-      case format::fp8: return n;
-      case format::fp8_transposed: return 2 * n;
-      case format::mxfp8: return 2 * n + n / 16;
-      case format::native: break;
-    }
-    return n * element_bytes_;
+    if (!quantized(of)) return n * element_bytes_;
+    return format_ == format::mxfp8 ? 2 * n + n / 16 : format_ == format::fp8_transposed ? 2 * n : n;
   }
   /// Bytes the all-gather of `n` parameters of tensor `of` moves.
   constexpr std::int64_t gathered_bytes(op_type of, std::int64_t n) const {
-    if (!te_linear(of) || format_ == format::native) return n * element_bytes_;
+    if (!quantized(of)) return n * element_bytes_;
     return format_ == format::mxfp8 ? 2 * n : n;
   }
 
  private:
   enum class format { native, fp8, fp8_transposed, mxfp8 };
+  constexpr bool quantized(op_type of) const { return format_ != format::native && te_linear(of); }
   int element_bytes_ = 2;
   format format_ = format::native;
 };
